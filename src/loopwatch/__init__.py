@@ -1,5 +1,91 @@
-"""loopwatch: detect and stop tool-call loops in LLM agents."""
+"""loopwatch: detect and stop tool-call loops in LLM agents.
+
+Three lines guard an agent::
+
+    from loopwatch import LoopGuard
+    guard = LoopGuard({"enabled": True})
+    decision = guard.before_call("exec", {"command": "ls"}, session_key="s1")
+
+Everything public is importable from here; the submodules are implementation detail.
+"""
 
 from loopwatch._undefined import UNDEFINED
+from loopwatch.compaction import (
+    GuardSnapshot,
+    GuardVerdict,
+    PostCompactionGuard,
+    PostCompactionLoopPersistedError,
+)
+from loopwatch.config import (
+    ConfigError,
+    ConfigIssue,
+    Detectors,
+    LoopDetectionConfig,
+    PostCompactionGuardConfig,
+    ResolvedConfig,
+    merge_agent_config,
+    resolve_config,
+)
+from loopwatch.detectors import LoopVerdict, detect_tool_call_loop
+from loopwatch.errors import LoopDetectedError
+from loopwatch.events import (
+    CompactionLoopPersistedEvent,
+    GuardArmedEvent,
+    LoopEvent,
+    StoreErrorEvent,
+    ToolExecutionBlockedEvent,
+    ToolLoopEvent,
+)
+from loopwatch.fingerprint import hash_tool_call, stable_stringify
+from loopwatch.guard import Decision, LoopGuard
+from loopwatch.history import (
+    SessionState,
+    ToolCallRecord,
+    record_tool_call,
+    record_tool_call_outcome,
+)
+from loopwatch.outcomes import OutcomeHash, hash_tool_outcome
+from loopwatch.stores import MemoryStore, Store, StoreError
+from loopwatch.streamguard import UnknownToolStreamGuard
 
-__all__ = ["UNDEFINED"]
+__version__ = "0.1.0"
+
+__all__ = [
+    "UNDEFINED",
+    "CompactionLoopPersistedEvent",
+    "ConfigError",
+    "ConfigIssue",
+    "Decision",
+    "Detectors",
+    "GuardArmedEvent",
+    "GuardSnapshot",
+    "GuardVerdict",
+    "LoopDetectedError",
+    "LoopDetectionConfig",
+    "LoopEvent",
+    "LoopGuard",
+    "LoopVerdict",
+    "MemoryStore",
+    "OutcomeHash",
+    "PostCompactionGuard",
+    "PostCompactionGuardConfig",
+    "PostCompactionLoopPersistedError",
+    "ResolvedConfig",
+    "SessionState",
+    "Store",
+    "StoreError",
+    "StoreErrorEvent",
+    "ToolCallRecord",
+    "ToolExecutionBlockedEvent",
+    "ToolLoopEvent",
+    "UnknownToolStreamGuard",
+    "__version__",
+    "detect_tool_call_loop",
+    "hash_tool_call",
+    "hash_tool_outcome",
+    "merge_agent_config",
+    "record_tool_call",
+    "record_tool_call_outcome",
+    "resolve_config",
+    "stable_stringify",
+]

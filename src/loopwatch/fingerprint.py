@@ -1,0 +1,527 @@
+"""Stable stringify and call hashing, byte-identical to the reference (SPEC §3.1, §3.2, §8).
+
+Loop detection compares hashes, and a hash is only as good as the string under it: one
+different byte and two identical calls look different, so the loop is never seen, and a
+Python and a TypeScript worker sharing a session would disagree. So this module reproduces
+the reference's ``stableStringify`` to the byte for every JSON value (JavaScript number
+formatting, ``JSON.stringify`` string escaping, UTF-16 key order) and maps the rest of
+Python's types onto it in one documented way (SPEC §8.1).
+
+It runs on every tool call, so the common values (``dict``, ``list``, ``str``, ``int``) take
+short, exact-type paths, and the walk is iterative: deeply nested params must not hit
+Python's recursion limit, and nothing here may depend on how deep the caller's stack is.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import datetime
+import decimal
+import enum
+import hashlib
+import numbers
+import re
+import uuid
+from collections.abc import Collection, Iterator, Mapping
+from itertools import repeat
+from json.encoder import encode_basestring
+from pathlib import PurePath
+from typing import Any, Final
+
+from loopwatch._undefined import UNDEFINED
+from loopwatch.jsstr import utf16_key
+from loopwatch.normalizers import reduce_update_plan, validate_normalizers
+
+#: Deepest nesting :func:`stable_stringify` accepts; deeper values are unserialisable
+#: (SPEC §8.5 asks for at least 10,000). The walk itself has no limit; this one keeps a
+#: hostile value from turning one hash into an unbounded amount of work and memory.
+MAX_DEPTH: Final = 100_000
+
+_INF: Final = float("inf")
+#: Integral floats up to 2**53 print as their integer digits in JavaScript; the exact
+#: ``int`` conversion is much cheaper than the general digit algorithm.
+_SAFE_INT: Final = float(2**53)
+
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+_SURROGATE_PAIR: Final = re.compile("[\ud800-\udbff][\udc00-\udfff]")
+
+_CIRCULAR: Final = '"[Circular]"'
+#: Separators for every array item after the first; ``repeat`` is stateless, so one shared
+#: instance serves every frame.
+_COMMAS: Final = repeat(",")
+_END: Final = object()
+
+# Kinds of container returned by _classify.
+_ARRAY: Final = 1
+_OBJECT: Final = 2
+_SET: Final = 3
+_VALUE: Final = 4  # serialise another value in place of this one (an Enum's value)
+
+
+class _UnserializableError(TypeError):
+    """Raised inside the walk; surfaced to callers as a plain ``TypeError``."""
+
+
+# --- numbers -------------------------------------------------------------------------------
+
+
+def format_js_number(x: float) -> str:
+    """Format a float as ECMAScript ``Number::toString`` does (SPEC §8.2).
+
+    Python's ``repr`` picks the same shortest round-trip digits as ECMAScript but places
+    the decimal point and exponent differently (``1e+16`` vs ``10000000000000000``,
+    ``1e-05`` vs ``0.00001``), so only the digits are taken from it.
+
+    Args:
+        x: Any float. Non-finite values give the unquoted words ``NaN``, ``Infinity``
+            and ``-Infinity`` (error texts use them as they are; :func:`stable_stringify`
+            quotes them).
+
+    Returns:
+        The JavaScript text of the number: ``1.0`` → ``1``, ``-0.0`` → ``0``,
+        ``1e21`` → ``1e+21``, ``1e-7`` → ``1e-7``.
+    """
+    x = float(x)
+    if x != x:
+        return "NaN"
+    if x == _INF:
+        return "Infinity"
+    if x == -_INF:
+        return "-Infinity"
+    if x.is_integer() and -_SAFE_INT <= x <= _SAFE_INT:
+        return int.__repr__(int(x))  # also -0.0 → "0"
+    return _format_finite(x)
+
+
+def _format_finite(x: float) -> str:
+    text = float.__repr__(x)
+    if "e" not in text:
+        # repr uses fixed notation for 1e-4 <= |x| < 1e16, where ECMAScript does too, with
+        # the same shortest digits; only an integral value's ".0" differs.
+        return text[:-2] if text.endswith(".0") else text
+    text = text.lstrip("-")
+    mantissa, _, exp_text = text.partition("e")
+    int_part, _, frac_part = mantissa.partition(".")
+    raw = int_part + frac_part
+    digits = raw.lstrip("0")
+    # The value is 0.<digits> × 10**n; each leading zero dropped moves the point left.
+    n = len(int_part) + (int(exp_text) if exp_text else 0) - (len(raw) - len(digits))
+    digits = digits.rstrip("0")
+    k = len(digits)
+    if k <= n <= 21:
+        body = digits + "0" * (n - k)
+    elif 0 < n <= 21:
+        body = digits[:n] + "." + digits[n:]
+    elif -6 < n <= 0:
+        body = "0." + "0" * -n + digits
+    else:
+        mant = digits[0] + ("." + digits[1:] if k > 1 else "")
+        body = f"{mant}e{'+' if n - 1 >= 0 else '-'}{abs(n - 1)}"
+    return "-" + body if x < 0 else body
+
+
+def _float_text(x: float) -> str:
+    """A float as a stable-stringify token: JavaScript digits, non-finite values quoted."""
+    if x != x:
+        return '"NaN"'
+    if x == _INF:
+        return '"Infinity"'
+    if x == -_INF:
+        return '"-Infinity"'
+    if x.is_integer() and -_SAFE_INT <= x <= _SAFE_INT:
+        return int.__repr__(int(x))
+    return _format_finite(x)
+
+
+# --- strings -------------------------------------------------------------------------------
+
+
+def _join_pair(match: re.Match[str]) -> str:
+    pair = match.group()
+    return chr(0x10000 + ((ord(pair[0]) - 0xD800) << 10) + (ord(pair[1]) - 0xDC00))
+
+
+def _escape_lone(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def _quote(s: str) -> str:
+    """JSON-quote a string exactly as JavaScript's ``JSON.stringify`` does (SPEC §8.3).
+
+    ``json``'s own encoder already matches JavaScript for every string without surrogate
+    code points (same short escapes, lowercase ``\\u00xx``, everything else raw); only
+    surrogates need work: a pair is the astral character JavaScript would see, a lone one
+    is escaped (raw, it would also make the later UTF-8 encoding fail).
+    """
+    if s.isascii() or _SURROGATE.search(s) is None:
+        return encode_basestring(s)
+    return _SURROGATE.sub(_escape_lone, encode_basestring(_SURROGATE_PAIR.sub(_join_pair, s)))
+
+
+def _key_text(key: object) -> str:
+    """Convert a mapping key to the string JavaScript would use as property name (§8.4)."""
+    if isinstance(key, str):
+        return key
+    if key is True:
+        return "true"
+    if key is False:
+        return "false"
+    if key is None:
+        return "null"
+    if key is UNDEFINED:
+        return "undefined"
+    if isinstance(key, float):
+        return format_js_number(key)
+    return str(key)
+
+
+# --- containers ----------------------------------------------------------------------------
+
+
+def _object_items(mapping: Mapping[Any, Any], exact: bool) -> Iterator[tuple[str, object]]:
+    """The ``(head, value)`` pairs of an object in UTF-16 key order.
+
+    ``head`` is the JSON key and colon, preceded by a comma for every entry after the
+    first, so the walk emits ``head + value`` without tracking position. Outside ``exact``
+    mode, keys with surrogate code points are quoted as they are (see :func:`_stringify`).
+    """
+    try:
+        joined = "".join(mapping)  # raises TypeError unless every key is a str
+    except TypeError:
+        return _object_items_converted(mapping)
+    if joined.isascii():
+        # ASCII only: code-point order is UTF-16 order, and distinct keys stay distinct.
+        keys: list[str] = sorted(mapping)
+    elif exact and _SURROGATE.search(joined) is not None:
+        # "\ud83d\ude00" and "😀" are different Python keys but one JavaScript key.
+        return _object_items_converted(mapping)
+    else:
+        keys = sorted(mapping, key=utf16_key)
+    heads = [f",{e}:" for e in map(encode_basestring, keys)]
+    if heads:
+        heads[0] = heads[0][1:]
+    return zip(heads, map(mapping.__getitem__, keys), strict=True)
+
+
+def _object_items_converted(mapping: Mapping[Any, Any]) -> Iterator[tuple[str, object]]:
+    """Slow path of :func:`_object_items`: convert keys (§8.4) and refuse collisions."""
+    entries: dict[bytes, tuple[object, str, object]] = {}
+    for key, value in mapping.items():
+        text = _key_text(key)
+        sort_key = utf16_key(text)
+        clash = entries.get(sort_key)
+        if clash is not None:
+            raise _UnserializableError(
+                f"mapping keys {clash[0]!r} and {key!r} both serialise as the key "
+                f"{_quote(text)}; the result would depend on key order"
+            )
+        entries[sort_key] = (key, text, value)
+    heads: list[str] = []
+    values: list[object] = []
+    for sort_key in sorted(entries):
+        _key, text, value = entries[sort_key]
+        heads.append(f",{_quote(text)}:")
+        values.append(value)
+    if heads:
+        heads[0] = heads[0][1:]
+    return zip(heads, values, strict=True)
+
+
+def _attrs_fields(value: object) -> dict[str, object]:
+    try:
+        import attrs
+    except ImportError:  # an attrs class without the attrs package: read the fields directly
+        return {a.name: getattr(value, a.name) for a in type(value).__attrs_attrs__}  # type: ignore[attr-defined]
+    return attrs.asdict(value, recurse=False)  # type: ignore[arg-type]
+
+
+def _classify(value: object) -> str | tuple[int, Any]:
+    """Apply the mapping of SPEC §8.1 (first match wins) to a value off the fast path.
+
+    Returns:
+        The finished text of a leaf, or ``(kind, payload)``: an array to walk, a mapping to
+        walk as an object, a set, or another value to serialise in place of this one.
+    """
+    if value is UNDEFINED:
+        return "undefined"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, numbers.Integral):
+        return int.__repr__(int(value))
+    if isinstance(value, numbers.Real):
+        return _float_text(float(value))
+    if isinstance(value, str):
+        return _quote(value)
+    # Row 7 (circular) is checked by the walk before any container is entered.
+    if isinstance(value, BaseException):
+        # No traceback (the reference's `stack`): hashes must not depend on line numbers.
+        return f'{{"message":{_quote(str(value))},"name":{_quote(type(value).__name__)}}}'
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        data = base64.b64encode(bytes(value)).decode("ascii")
+        return f'{{"data":"{data}","type":"Uint8Array"}}'
+    if isinstance(value, Mapping):
+        return (_OBJECT, value)
+    if isinstance(value, tuple) and hasattr(value, "_asdict"):
+        return (_OBJECT, value._asdict())
+    if isinstance(value, (list, tuple)):
+        return (_ARRAY, value)
+    if isinstance(value, (set, frozenset)):
+        return (_SET, value)
+    cls = type(value)
+    if hasattr(cls, "__dataclass_fields__"):
+        # Shallow, unlike dataclasses.asdict: nested values go through these same rules.
+        return (_OBJECT, {f.name: getattr(value, f.name) for f in dataclasses.fields(value)})  # type: ignore[arg-type]
+    if callable(getattr(cls, "model_dump", None)) and hasattr(cls, "model_fields"):
+        # pydantic v2, by duck typing: importing pydantic here would cost every user.
+        return (_OBJECT, value.model_dump())  # type: ignore[attr-defined]
+    if hasattr(cls, "__attrs_attrs__"):
+        return (_OBJECT, _attrs_fields(value))
+    if isinstance(value, enum.Enum):
+        return (_VALUE, value.value)
+    if isinstance(value, (datetime.date, datetime.time)):
+        return _quote(value.isoformat())
+    if isinstance(value, (uuid.UUID, decimal.Decimal, PurePath)):
+        return _quote(str(value))
+    if callable(value):
+        return "null"
+    try:
+        attributes = vars(value)
+    except TypeError:  # no __dict__
+        return "{}"
+    return (_OBJECT, attributes)
+
+
+def _stringify(value: object, exact: bool) -> str:
+    """The walk behind :func:`stable_stringify`; raises whatever a conversion raises.
+
+    With ``exact`` false (the first, fast pass) plain strings and keys are quoted by
+    ``json``'s C encoder without looking for surrogates: that is exact for every string
+    without surrogate code points, and any surrogate it lets through stays raw in the
+    result, where the caller's UTF-8 encoding finds it and asks for an exact pass. So the
+    common case pays no per-string scan.
+
+    An explicit stack of frames replaces recursion. A frame is
+    ``[items, closer, container, set_state]``: ``items`` yields ``(head, value)`` pairs,
+    ``container`` is kept alive (and its ``id`` in ``on_path``) while it is being walked,
+    and ``set_state`` (sets only) is ``[mark, texts, started]``, because set items must be
+    serialised one by one before they can be sorted.
+    """
+    quote = _quote if exact else encode_basestring
+    out: list[str] = []
+    append = out.append
+    stack: list[list[Any]] = []
+    on_path: set[int] = set()
+    head = ""
+    current: Any = value
+    while True:
+        # --- serialise `current`, preceded by `head` -------------------------------------
+        cls = type(current)
+        kind = 0
+        payload: Any = None
+        if cls is str:
+            append(head + quote(current))
+        elif cls is dict:
+            kind, payload = _OBJECT, current
+        elif cls is int:
+            append(head + int.__repr__(current))
+        elif cls is list or cls is tuple:
+            kind, payload = _ARRAY, current
+        elif cls is float:
+            append(head + _float_text(current))
+        elif cls is bool:
+            append(head + ("true" if current else "false"))
+        elif current is None:
+            append(head + "null")
+        else:
+            classified = _classify(current)
+            if isinstance(classified, str):
+                append(head + classified)
+            else:
+                kind, payload = classified
+                if kind == _VALUE:
+                    current = payload
+                    continue
+        if kind:
+            ident = id(current)
+            if ident in on_path:
+                append(head + _CIRCULAR)
+            elif len(stack) >= MAX_DEPTH:
+                raise _UnserializableError(
+                    f"value nests deeper than {MAX_DEPTH} levels, the most loopwatch hashes"
+                )
+            elif kind == _OBJECT:
+                pairs = _object_items(payload, exact)
+                first_pair = next(pairs, None)
+                if first_pair is None:
+                    append(head + "{}")
+                else:
+                    stack.append([pairs, "}", current, None])
+                    on_path.add(ident)
+                    head = head + "{" + first_pair[0]
+                    current = first_pair[1]
+                    continue
+            elif kind == _ARRAY:
+                items = iter(payload)
+                first = next(items, _END)
+                if first is _END:
+                    append(head + "[]")
+                else:
+                    stack.append([zip(_COMMAS, items, strict=False), "]", current, None])
+                    on_path.add(ident)
+                    head += "["
+                    current = first
+                    continue
+            else:  # _SET
+                if head:
+                    append(head)
+                members = zip(repeat(""), list(payload), strict=False)
+                stack.append([members, None, current, [len(out), [], False]])
+                on_path.add(ident)
+        # --- move on to the next value, closing finished containers ------------------------
+        while stack:
+            frame = stack[-1]
+            set_state = frame[3]
+            if set_state is not None:
+                mark = set_state[0]
+                if set_state[2]:
+                    set_state[1].append("".join(out[mark:]))
+                    del out[mark:]
+                pair = next(frame[0], None)
+                if pair is None:
+                    stack.pop()
+                    on_path.discard(id(frame[2]))
+                    texts: list[str] = set_state[1]
+                    texts.sort(key=utf16_key)
+                    append("[" + ",".join(texts) + "]")
+                    continue
+                set_state[2] = True
+                head, current = pair
+                break
+            pair = next(frame[0], None)
+            if pair is None:
+                stack.pop()
+                append(frame[1])
+                on_path.discard(id(frame[2]))
+                continue
+            head, current = pair
+            break
+        else:
+            return "".join(out)
+
+
+def _run(value: object, exact: bool) -> str:
+    """Run the walk, turning every failure into the documented ``TypeError``."""
+    try:
+        return _stringify(value, exact)
+    except _UnserializableError as exc:
+        raise TypeError(str(exc)) from None
+    except Exception as exc:
+        raise TypeError(f"cannot serialise value for hashing: {_describe(exc)}") from exc
+
+
+def _describe(exc: BaseException) -> str:
+    try:
+        return f"{type(exc).__name__}: {exc}"
+    except Exception:
+        return type(exc).__name__
+
+
+# --- public API ------------------------------------------------------------------------------
+
+
+def stable_stringify(value: object) -> str:
+    """Serialise a value to the reference's canonical JSON-like text (SPEC §3.1, §8).
+
+    Keys are sorted in UTF-16 order, there is no whitespace, ``UNDEFINED`` is the bare
+    word ``undefined``, non-finite numbers are quoted strings and a container met again
+    on its own path is ``"[Circular]"``. For every JSON value the text is exactly what
+    OpenClaw produces, so hashes agree across languages.
+
+    Args:
+        value: Any Python value; SPEC §8.1 says how each type is read.
+
+    Returns:
+        The canonical text.
+
+    Raises:
+        TypeError: When the value cannot be serialised (SPEC §8.5): a conversion raised
+            (a failing ``__str__``, ``isoformat``, ``model_dump``…), two keys of one
+            mapping convert to the same string, or it nests deeper than
+            :data:`MAX_DEPTH`.
+    """
+    if type(value) is str:
+        return _quote(value)
+    if type(value) is int:
+        return int.__repr__(value)
+    text = _run(value, exact=False)
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a raw surrogate: some string needs the exact pass
+        return _run(value, exact=True)
+    return text
+
+
+def sha256_hex(text: str) -> str:
+    """SHA-256 of the UTF-8 bytes of ``text``, as lowercase hex (the reference's digest)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def digest(value: object) -> str:
+    """``sha256_hex(stable_stringify(value))``: the fixed-size fingerprint of any value.
+
+    The UTF-8 encoding the digest needs anyway doubles as the surrogate check of
+    :func:`stable_stringify`, so hashing costs one walk and one encoding.
+
+    Raises:
+        TypeError: When the value cannot be serialised (see :func:`stable_stringify`).
+    """
+    text = _quote(value) if type(value) is str else _run(value, exact=False)
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:  # a raw surrogate: some string needs the exact pass
+        data = _run(value, exact=True).encode("utf-8")
+    return hashlib.sha256(data).hexdigest()
+
+
+def hash_tool_call(tool_name: str, params: object, *, normalizers: Collection[str] = ()) -> str:
+    """The call signature ``argsHash`` of SPEC §3.2: ``"<tool_name>:<sha256 hex>"``.
+
+    The tool name is used verbatim (``LoopGuard`` normalises it before calling this), and
+    key order in ``params`` never matters.
+
+    Args:
+        tool_name: The tool name, kept as given.
+        params: The call's arguments, of any type.
+        normalizers: Opt-in normaliser names (SPEC §3.7); with ``"update_plan"``, the params
+            of tool ``update_plan`` are reduced to their shape first.
+
+    Returns:
+        The signature, for example ``"read:9f86d0…"``.
+
+    Raises:
+        TypeError: When ``params`` cannot be serialised.
+        ValueError: When ``normalizers`` names an unknown normaliser.
+    """
+    if normalizers:
+        enabled = validate_normalizers(normalizers)  # validated even when unused: typos fail
+        if tool_name == "update_plan" and "update_plan" in enabled:
+            try:
+                params = reduce_update_plan(params)
+            except Exception as exc:
+                raise TypeError(f"cannot reduce update_plan params: {_describe(exc)}") from exc
+    return f"{tool_name}:{digest(params)}"
+
+
+__all__ = [
+    "MAX_DEPTH",
+    "digest",
+    "format_js_number",
+    "hash_tool_call",
+    "sha256_hex",
+    "stable_stringify",
+]

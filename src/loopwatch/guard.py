@@ -1,0 +1,739 @@
+"""``LoopGuard``: the session engine around every tool call (SPEC §5, §6.2, §9.3, §11.3).
+
+The host calls ``before_call`` before a tool runs and ``after_call`` after it ran; the
+guard keeps each session's history in its store, runs the pure detectors, applies the
+warning buckets, blocks criticals, feeds the post-compaction guards and emits events.
+It never raises into the agent, except the deliberate post-compaction abort.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from copy import deepcopy
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from loopwatch import messages
+from loopwatch._undefined import UNDEFINED
+from loopwatch.compaction import (
+    GuardSnapshot,
+    GuardVerdict,
+    PostCompactionLoopPersistedError,
+    log_abort,
+    log_armed,
+)
+from loopwatch.config import (
+    LoopDetectionConfig,
+    Profile,
+    ResolvedConfig,
+    merge_agent_config,
+    profile_of_openclaw_config,
+    resolve_config,
+    validate_openclaw_config,
+)
+from loopwatch.detectors import (
+    NOT_STUCK,
+    LoopVerdict,
+    evaluate,
+    is_known_poll,
+    log_verdict,
+)
+from loopwatch.events import (
+    CompactionLoopPersistedEvent,
+    GuardArmedEvent,
+    LoopEvent,
+    ToolExecutionBlockedEvent,
+    ToolLoopEvent,
+    params_summary,
+)
+from loopwatch.fingerprint import hash_tool_call
+from loopwatch.history import ToolCallRecord
+from loopwatch.jsstr import is_blank
+from loopwatch.naming import normalize_run_id, normalize_tool_call_id, normalize_tool_name
+from loopwatch.normalizers import validate_normalizers
+from loopwatch.outcomes import hash_tool_outcome
+from loopwatch.stores.base import GuardSpec, OutcomeWrite, Store
+from loopwatch.stores.memory import MemoryStore
+
+tools_logger = logging.getLogger("loopwatch.tools")
+diagnostics_logger = logging.getLogger("loopwatch.diagnostics")
+events_logger = logging.getLogger("loopwatch")
+
+Action = Literal["allow", "warn", "block"]
+Listener = Callable[[LoopEvent], object]
+
+#: How many tool names each fail-open text remembers before it may repeat (SPEC §5.6).
+FAILURE_LOG_MEMORY: Final = 1000
+_MAX_CACHED_AGENTS: Final = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What the host does with the upcoming call.
+
+    ``tool_result`` is not ``None`` exactly when the host must not run the tool: it is the
+    blocked result to give the model (and to pass to ``after_call``).
+    """
+
+    action: Action
+    verdict: LoopVerdict
+    emitted: bool
+    tool_result: dict[str, Any] | None
+    enforced: bool
+
+
+def blocked_result(message: str) -> dict[str, Any]:
+    """The tool result of a loop block; a new dict every time (hosts may mutate it)."""
+    return {
+        "content": [{"type": "text", "text": message}],
+        "details": {
+            "status": "blocked",
+            "deniedReason": messages.DENIED_REASON_TOOL_LOOP,
+            "reason": message,
+        },
+    }
+
+
+def _valid_session_key(session_key: object) -> bool:
+    return isinstance(session_key, str) and not is_blank(session_key)
+
+
+def _safe_tool_name(tool_name: object) -> str:
+    try:
+        return normalize_tool_name(tool_name)
+    except Exception:
+        return "tool"
+
+
+def _error_text(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+@dataclass(frozen=True, slots=True)
+class _BeforePlan:
+    """Everything ``before_call`` derives from its inputs before touching the store."""
+
+    tool: str
+    session_key: str
+    run_id_raw: object
+    run: str | None
+    call_id: str | None
+    params: object
+    args_hash: str
+    known_poll: bool
+    resolved: ResolvedConfig
+    pending: ToolCallRecord | None
+
+
+class _OnceLog:
+    """Logs a text once per tool name, remembering a bounded number of names."""
+
+    def __init__(self, template: str) -> None:
+        self._template = template
+        self._seen: OrderedDict[str, None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def log(self, tool: str, exc: BaseException) -> None:
+        with self._lock:
+            if tool in self._seen:
+                return
+            self._seen[tool] = None
+            if len(self._seen) > FAILURE_LOG_MEMORY:
+                self._seen.popitem(last=False)
+        tools_logger.warning(self._template.format(tool=tool, error=_error_text(exc)))
+
+
+class LoopGuard:
+    """Watches every tool call of every session and blocks loops (SPEC §5).
+
+    Args:
+        config: the ``tools.loopDetection`` block for every call: a
+            :class:`LoopDetectionConfig` or a camelCase mapping (validated strictly).
+            ``None`` leaves everything unset: detection off, recording and the
+            post-compaction guard on, as in the reference.
+        openclaw_config: a whole OpenClaw config instead; the block of each call is the
+            global block merged with the agent's override (``agent_id``).
+        store: where session state lives (default: a new :class:`MemoryStore`).
+        listeners: callables receiving every :class:`LoopEvent`, in order.
+        clock: epoch seconds (default ``time.time``); used for timestamps and expiry.
+        send_tools: tool names whose every call sends a message (volatile ids ignored).
+        normalizers: opt-in outcome normalisers (``{"update_plan"}``).
+        enforce: ``False`` is shadow mode: decide, log and emit, but never block.
+        profile: ``"reference"`` (default) or ``"adaptive"``.
+
+    Raises:
+        ConfigError: a config the schema rejects.
+        TypeError: both configs, a config of another type, a ``ResolvedConfig``, or a
+            coroutine function as listener.
+        ValueError: an unknown normaliser.
+    """
+
+    def __init__(
+        self,
+        config: LoopDetectionConfig | Mapping[str, Any] | None = None,
+        *,
+        openclaw_config: Mapping[str, Any] | None = None,
+        store: Store | None = None,
+        listeners: Iterable[Listener] = (),
+        clock: Callable[[], float] | None = None,
+        send_tools: Collection[str] = (),
+        normalizers: Collection[str] = (),
+        enforce: bool = True,
+        profile: Profile | None = None,
+    ) -> None:
+        if config is not None and openclaw_config is not None:
+            raise TypeError("pass either config or openclaw_config, not both")
+        self._openclaw_config: dict[str, Any] | None = None
+        self._block: dict[str, Any] | None = None
+        config_profile: Profile = "reference"
+        if isinstance(config, ResolvedConfig):
+            raise TypeError(
+                "LoopGuard needs a LoopDetectionConfig or a mapping, not a ResolvedConfig "
+                "(it no longer knows whether 'enabled' was unset)"
+            )
+        if isinstance(config, LoopDetectionConfig):
+            self._block = config.to_mapping()
+            config_profile = config.profile
+        elif isinstance(config, Mapping):
+            self._block = LoopDetectionConfig.from_mapping(config).to_mapping()
+        elif config is not None:
+            raise TypeError(
+                f"config must be a LoopDetectionConfig, a mapping or None, "
+                f"not {type(config).__name__}"
+            )
+        if openclaw_config is not None:
+            if not isinstance(openclaw_config, Mapping):
+                raise TypeError("openclaw_config must be a mapping")
+            validate_openclaw_config(openclaw_config)
+            self._openclaw_config = deepcopy(dict(openclaw_config))
+            config_profile = profile_of_openclaw_config(self._openclaw_config)
+        self._resolved = resolve_config(self._block)
+        self._agent_cache: OrderedDict[str | None, tuple[dict[str, Any] | None, ResolvedConfig]]
+        self._agent_cache = OrderedDict()
+        self._agent_lock = threading.Lock()
+
+        chosen = profile if profile is not None else config_profile
+        if chosen not in ("reference", "adaptive"):
+            raise ValueError(f"profile must be 'reference' or 'adaptive', not {chosen!r}")
+        if chosen == "adaptive":
+            raise NotImplementedError("the adaptive profile is not available in this release")
+        self.profile: Profile = chosen
+
+        self._listeners: tuple[Listener, ...] = tuple(listeners)
+        for listener in self._listeners:
+            if inspect.iscoroutinefunction(listener) or asyncio.iscoroutinefunction(listener):
+                raise TypeError("listeners must be plain callables, not coroutine functions")
+            if not callable(listener):
+                raise TypeError(f"listener {listener!r} is not callable")
+        self._store: Store = store if store is not None else MemoryStore()
+        self._clock: Callable[[], float] = clock if clock is not None else time.time
+        self.send_tools: frozenset[str] = frozenset(normalize_tool_name(t) for t in send_tools)
+        self.normalizers: frozenset[str] = validate_normalizers(normalizers)
+        self.enforce: bool = bool(enforce)
+
+        self._detection_failed = _OnceLog(messages.LOG_DETECTION_FAILED)
+        self._outcome_failed = _OnceLog(messages.LOG_OUTCOME_FAILED)
+        self._warned_no_session = False
+        self._allow = Decision("allow", NOT_STUCK, False, None, self.enforce)
+
+    # --- configuration ---------------------------------------------------------------
+
+    @property
+    def store(self) -> Store:
+        """The store holding this guard's sessions."""
+        return self._store
+
+    def block_for(self, agent_id: object = None) -> tuple[dict[str, Any] | None, ResolvedConfig]:
+        """The merged block of a call and its resolved config (SPEC §5.1)."""
+        if self._openclaw_config is None:
+            return self._block, self._resolved
+        agent = agent_id if isinstance(agent_id, str) else None
+        cached = self._agent_cache.get(agent)
+        if cached is None:
+            block = merge_agent_config(self._openclaw_config, agent)
+            cached = (block, resolve_config(block))
+            with self._agent_lock:
+                self._agent_cache[agent] = cached
+                if len(self._agent_cache) > _MAX_CACHED_AGENTS:
+                    self._agent_cache.popitem(last=False)
+        return cached
+
+    # --- plumbing --------------------------------------------------------------------
+
+    def _now(self) -> float:
+        return float(self._clock())
+
+    def _emit(self, event: LoopEvent) -> None:
+        for listener in self._listeners:
+            try:
+                listener(event)
+            except Exception as exc:
+                events_logger.warning(
+                    messages.LOG_LISTENER_FAILED.format(type=event.type, error=_error_text(exc))
+                )
+
+    def _skip_no_session(self) -> None:
+        if not self._warned_no_session:
+            self._warned_no_session = True
+            tools_logger.warning(messages.LOG_NO_SESSION_KEY)
+
+    # --- before_call -----------------------------------------------------------------
+
+    def _plan_before(
+        self,
+        tool: str,
+        params: object,
+        session_key: str,
+        run_id: object,
+        tool_call_id: object,
+        agent_id: object,
+    ) -> _BeforePlan:
+        block, resolved = self.block_for(agent_id)
+        run = normalize_run_id(run_id)
+        call_id = normalize_tool_call_id(tool_call_id)
+        args_hash = hash_tool_call(tool, params, normalizers=self.normalizers)
+        records = block is None or block.get("enabled") is not False
+        pending = (
+            ToolCallRecord(
+                tool_name=tool,
+                args_hash=args_hash,
+                tool_call_id=call_id,
+                run_id=run,
+                timestamp=int(self._now() * 1000),
+            )
+            if records
+            else None
+        )
+        return _BeforePlan(
+            tool=tool,
+            session_key=session_key,
+            run_id_raw=run_id,
+            run=run,
+            call_id=call_id,
+            params=params,
+            args_hash=args_hash,
+            known_poll=is_known_poll(tool, params),
+            resolved=resolved,
+            pending=pending,
+        )
+
+    def _detect(self, plan: _BeforePlan, scoped: Sequence[ToolCallRecord]) -> LoopVerdict:
+        verdict = evaluate(scoped, plan.tool, plan.args_hash, plan.known_poll, plan.resolved)
+        log_verdict(verdict, plan.tool)
+        return verdict
+
+    @staticmethod
+    def _bucket_key(plan: _BeforePlan, verdict: LoopVerdict) -> str:
+        base = verdict.warning_key or f"{verdict.detector}:{plan.tool}"
+        raw = plan.run_id_raw
+        return f"{raw}:{base}" if isinstance(raw, str) and raw else base
+
+    def _announce(self, plan: _BeforePlan, verdict: LoopVerdict, action: str) -> None:
+        """The diagnostic line and the ``tool.loop`` event of a block or emitted warning."""
+        level = verdict.level or "warning"
+        paired = (
+            messages.LOG_DIAGNOSTIC_PAIRED.format(paired_tool=verdict.paired_tool_name)
+            if verdict.paired_tool_name is not None
+            else ""
+        )
+        diagnostics_logger.debug(
+            messages.LOG_DIAGNOSTIC.format(
+                session_key=plan.session_key,
+                tool=plan.tool,
+                level=level,
+                action=action,
+                detector=verdict.detector,
+                count=verdict.count,
+                paired=paired,
+                message=verdict.message,
+            )
+        )
+        self._emit(
+            ToolLoopEvent(
+                session_key=plan.session_key,
+                tool_name=plan.tool,
+                level=level,
+                action=action,
+                detector=verdict.detector,
+                count=verdict.count,
+                message=verdict.message,
+                paired_tool_name=verdict.paired_tool_name,
+            )
+        )
+
+    def _conclude(self, plan: _BeforePlan, verdict: LoopVerdict, emitted: bool) -> Decision:
+        if verdict.level == "critical":
+            message = verdict.message or ""
+            tools_logger.error(messages.LOG_BLOCKING.format(tool=plan.tool, message=message))
+            self._announce(plan, verdict, "block")
+            if not self.enforce:
+                return Decision("block", verdict, True, None, False)
+            raw_run = plan.run_id_raw
+            self._emit(
+                ToolExecutionBlockedEvent(
+                    session_key=plan.session_key,
+                    tool_name=plan.tool,
+                    params_summary=params_summary(plan.params),
+                    reason=message,
+                    run_id=raw_run if isinstance(raw_run, str) and raw_run else None,
+                    tool_call_id=plan.call_id or None,
+                )
+            )
+            return Decision("block", verdict, True, blocked_result(message), True)
+        if verdict.stuck:
+            if emitted:
+                tools_logger.warning(
+                    messages.LOG_LOOP_WARNING.format(tool=plan.tool, message=verdict.message)
+                )
+                self._announce(plan, verdict, "warn")
+            return Decision("warn", verdict, emitted, None, self.enforce)
+        return self._allow
+
+    def _before_failed(self, tool: str, exc: BaseException) -> Decision:
+        self._detection_failed.log(tool, exc)
+        return self._allow
+
+    def before_call(
+        self,
+        tool_name: object,
+        params: object,
+        *,
+        session_key: object,
+        run_id: object = None,
+        tool_call_id: object = None,
+        agent_id: object = None,
+    ) -> Decision:
+        """Decide on a call before the tool runs (SPEC §5.2); never raises.
+
+        Returns:
+            A :class:`Decision`. When ``decision.tool_result`` is set, do not run the tool:
+            give that result to the model and pass it to :meth:`after_call`.
+        """
+        tool = _safe_tool_name(tool_name)
+        if not _valid_session_key(session_key):
+            self._skip_no_session()
+            return self._allow
+        assert isinstance(session_key, str)
+        try:
+            plan = self._plan_before(tool, params, session_key, run_id, tool_call_id, agent_id)
+            now = self._now()
+            store = self._store
+            with store.session_lock(session_key):
+                scoped = store.begin_call(
+                    session_key, plan.run, plan.pending, plan.resolved.history_size, now
+                )
+                verdict = self._detect(plan, scoped)
+                emitted = False
+                if verdict.level == "critical":
+                    if self.enforce and plan.pending is not None:
+                        store.cancel_call(session_key, plan.pending, now)
+                elif verdict.stuck:
+                    emitted = store.update_warning_bucket(
+                        session_key, self._bucket_key(plan, verdict), verdict.count // 10, now
+                    )
+            return self._conclude(plan, verdict, emitted)
+        except Exception as exc:
+            return self._before_failed(tool, exc)
+
+    async def abefore_call(
+        self,
+        tool_name: object,
+        params: object,
+        *,
+        session_key: object,
+        run_id: object = None,
+        tool_call_id: object = None,
+        agent_id: object = None,
+    ) -> Decision:
+        """Async twin of :meth:`before_call`."""
+        if not self._store.native_async:
+            return self.before_call(
+                tool_name,
+                params,
+                session_key=session_key,
+                run_id=run_id,
+                tool_call_id=tool_call_id,
+                agent_id=agent_id,
+            )
+        tool = _safe_tool_name(tool_name)
+        if not _valid_session_key(session_key):
+            self._skip_no_session()
+            return self._allow
+        assert isinstance(session_key, str)
+        try:
+            plan = self._plan_before(tool, params, session_key, run_id, tool_call_id, agent_id)
+            now = self._now()
+            store = self._store
+            scoped = await store.abegin_call(
+                session_key, plan.run, plan.pending, plan.resolved.history_size, now
+            )
+            verdict = self._detect(plan, scoped)
+            emitted = False
+            if verdict.level == "critical":
+                if self.enforce and plan.pending is not None:
+                    await store.acancel_call(session_key, plan.pending, now)
+            elif verdict.stuck:
+                emitted = await store.aupdate_warning_bucket(
+                    session_key, self._bucket_key(plan, verdict), verdict.count // 10, now
+                )
+            return self._conclude(plan, verdict, emitted)
+        except Exception as exc:
+            return self._before_failed(tool, exc)
+
+    # --- after_call ------------------------------------------------------------------
+
+    def _plan_after(
+        self,
+        tool: str,
+        params: object,
+        run_id: object,
+        tool_call_id: object,
+        result: object,
+        error: object,
+        agent_id: object,
+    ) -> tuple[OutcomeWrite, GuardSpec] | None:
+        _block, resolved = self.block_for(agent_id)
+        outcome = hash_tool_outcome(
+            tool,
+            params,
+            result=result,
+            error=error,
+            send_tools=self.send_tools,
+            normalizers=self.normalizers,
+        )
+        if outcome.result_hash is None:
+            return None
+        write = OutcomeWrite(
+            tool_name=tool,
+            args_hash=hash_tool_call(tool, params, normalizers=self.normalizers),
+            tool_call_id=normalize_tool_call_id(tool_call_id),
+            run_id=normalize_run_id(run_id),
+            outcome=outcome,
+            history_size=resolved.history_size,
+            timestamp=int(self._now() * 1000),
+        )
+        return write, GuardSpec(resolved.guard_window_size, resolved.guard_enabled)
+
+    def _finish_after(
+        self, session_key: str, run: str | None, record: ToolCallRecord, verdict: GuardVerdict
+    ) -> ToolCallRecord:
+        if verdict.should_abort:
+            log_abort(verdict)
+            error = PostCompactionLoopPersistedError.from_verdict(verdict, record)
+            self._emit(
+                CompactionLoopPersistedEvent(
+                    session_key=session_key,
+                    tool_name=error.tool_name,
+                    count=error.count,
+                    message=error.message,
+                    run_id=run,
+                )
+            )
+            raise error
+        return record
+
+    def after_call(
+        self,
+        tool_name: object,
+        params: object,
+        *,
+        session_key: object,
+        run_id: object = None,
+        tool_call_id: object = None,
+        result: object = UNDEFINED,
+        error: object = UNDEFINED,
+        agent_id: object = None,
+    ) -> ToolCallRecord | None:
+        """Record a call's outcome after it ran, failed or was blocked (SPEC §5.4).
+
+        ``error`` left as ``UNDEFINED`` means the call did not fail; ``error=None`` is a
+        real error. A blocked call passes ``decision.tool_result`` as ``result``.
+
+        Returns:
+            The record now in the history, or ``None`` when nothing was recorded.
+
+        Raises:
+            PostCompactionLoopPersistedError: the loop survived a compaction; end the run.
+        """
+        tool = _safe_tool_name(tool_name)
+        if not _valid_session_key(session_key):
+            self._skip_no_session()
+            return None
+        assert isinstance(session_key, str)
+        try:
+            planned = self._plan_after(tool, params, run_id, tool_call_id, result, error, agent_id)
+            if planned is None:
+                return None
+            write, spec = planned
+            now = self._now()
+            with self._store.session_lock(session_key):
+                record, verdict = self._store.record_outcome(session_key, write, spec, now)
+        except Exception as exc:
+            self._outcome_failed.log(tool, exc)
+            return None
+        return self._finish_after(session_key, write.run_id, record, verdict)
+
+    async def aafter_call(
+        self,
+        tool_name: object,
+        params: object,
+        *,
+        session_key: object,
+        run_id: object = None,
+        tool_call_id: object = None,
+        result: object = UNDEFINED,
+        error: object = UNDEFINED,
+        agent_id: object = None,
+    ) -> ToolCallRecord | None:
+        """Async twin of :meth:`after_call`."""
+        if not self._store.native_async:
+            return self.after_call(
+                tool_name,
+                params,
+                session_key=session_key,
+                run_id=run_id,
+                tool_call_id=tool_call_id,
+                result=result,
+                error=error,
+                agent_id=agent_id,
+            )
+        tool = _safe_tool_name(tool_name)
+        if not _valid_session_key(session_key):
+            self._skip_no_session()
+            return None
+        assert isinstance(session_key, str)
+        try:
+            planned = self._plan_after(tool, params, run_id, tool_call_id, result, error, agent_id)
+            if planned is None:
+                return None
+            write, spec = planned
+            record, verdict = await self._store.arecord_outcome(
+                session_key, write, spec, self._now()
+            )
+        except Exception as exc:
+            self._outcome_failed.log(tool, exc)
+            return None
+        return self._finish_after(session_key, write.run_id, record, verdict)
+
+    # --- compaction ------------------------------------------------------------------
+
+    def _guard_spec(self, agent_id: object) -> GuardSpec:
+        _block, resolved = self.block_for(agent_id)
+        return GuardSpec(resolved.guard_window_size, resolved.guard_enabled)
+
+    def _armed(self, session_key: str, run: str | None, actual: GuardSpec) -> None:
+        if actual.enabled:
+            log_armed(actual.window_size)
+        self._emit(
+            GuardArmedEvent(
+                session_key=session_key,
+                window_size=actual.window_size,
+                enabled=actual.enabled,
+                run_id=run,
+            )
+        )
+
+    def compaction_retry(
+        self, *, session_key: object, run_id: object = None, agent_id: object = None
+    ) -> None:
+        """Arm the run's post-compaction guard: call it on every retry after a compaction."""
+        if not _valid_session_key(session_key):
+            self._skip_no_session()
+            return
+        assert isinstance(session_key, str)
+        run = normalize_run_id(run_id)
+        try:
+            spec = self._guard_spec(agent_id)
+            with self._store.session_lock(session_key):
+                actual = self._store.arm_guard(session_key, run, spec, self._now())
+        except Exception as exc:
+            tools_logger.warning(
+                messages.LOG_COMPACTION_RETRY_FAILED.format(error=_error_text(exc))
+            )
+            return
+        self._armed(session_key, run, actual)
+
+    async def acompaction_retry(
+        self, *, session_key: object, run_id: object = None, agent_id: object = None
+    ) -> None:
+        """Async twin of :meth:`compaction_retry`."""
+        if not self._store.native_async:
+            self.compaction_retry(session_key=session_key, run_id=run_id, agent_id=agent_id)
+            return
+        if not _valid_session_key(session_key):
+            self._skip_no_session()
+            return
+        assert isinstance(session_key, str)
+        run = normalize_run_id(run_id)
+        try:
+            spec = self._guard_spec(agent_id)
+            actual = await self._store.aarm_guard(session_key, run, spec, self._now())
+        except Exception as exc:
+            tools_logger.warning(
+                messages.LOG_COMPACTION_RETRY_FAILED.format(error=_error_text(exc))
+            )
+            return
+        self._armed(session_key, run, actual)
+
+    # --- accessors (SPEC §9.4): never touch or create a session -------------------------
+
+    def history(self, *, session_key: object) -> tuple[ToolCallRecord, ...]:
+        """A copy of the session's history, all runs, oldest first."""
+        if not _valid_session_key(session_key):
+            return ()
+        assert isinstance(session_key, str)
+        return self._store.history(session_key, self._now())
+
+    def guard_snapshot(
+        self, *, session_key: object, run_id: object = None, agent_id: object = None
+    ) -> GuardSnapshot:
+        """The run's guard state; unarmed with 0 attempts when it has no guard yet."""
+        if not _valid_session_key(session_key):
+            return GuardSnapshot(armed=False, remaining_attempts=0)
+        assert isinstance(session_key, str)
+        return self._store.guard_snapshot(session_key, normalize_run_id(run_id), self._now())
+
+    def last_guard_verdict(
+        self, *, session_key: object, run_id: object = None
+    ) -> GuardVerdict | None:
+        """The verdict of the run guard's latest observation, or ``None``."""
+        if not _valid_session_key(session_key):
+            return None
+        assert isinstance(session_key, str)
+        return self._store.last_guard_verdict(session_key, normalize_run_id(run_id), self._now())
+
+    async def ahistory(self, *, session_key: object) -> tuple[ToolCallRecord, ...]:
+        """Async twin of :meth:`history`."""
+        if not _valid_session_key(session_key):
+            return ()
+        assert isinstance(session_key, str)
+        return await self._store.ahistory(session_key, self._now())
+
+    async def aguard_snapshot(
+        self, *, session_key: object, run_id: object = None, agent_id: object = None
+    ) -> GuardSnapshot:
+        """Async twin of :meth:`guard_snapshot`."""
+        if not _valid_session_key(session_key):
+            return GuardSnapshot(armed=False, remaining_attempts=0)
+        assert isinstance(session_key, str)
+        return await self._store.aguard_snapshot(session_key, normalize_run_id(run_id), self._now())
+
+    async def alast_guard_verdict(
+        self, *, session_key: object, run_id: object = None
+    ) -> GuardVerdict | None:
+        """Async twin of :meth:`last_guard_verdict`."""
+        if not _valid_session_key(session_key):
+            return None
+        assert isinstance(session_key, str)
+        return await self._store.alast_guard_verdict(
+            session_key, normalize_run_id(run_id), self._now()
+        )
+
+
+__all__ = ["Decision", "LoopGuard", "blocked_result"]

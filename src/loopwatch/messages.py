@@ -1,0 +1,104 @@
+"""Every model-facing message and operator-facing log template, defined once.
+
+The texts are part of the contract (SPEC §4, §5, §6, §10): tests assert them exactly and
+the reference implementation prints the same words, so nothing else in loopwatch spells
+them out. Templates use ``str.format`` fields.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# --- Detector verdict messages (SPEC §4), model-facing -------------------------------------
+
+UNKNOWN_TOOL_CRITICAL: Final = (
+    "CRITICAL: attempted unavailable tool {name} {count} times. "
+    "Stop retrying that missing tool and answer without it."
+)
+GLOBAL_CRITICAL: Final = (
+    "CRITICAL: {tool} has repeated identical no-progress outcomes {count} times. "
+    "Session execution blocked by global circuit breaker to prevent runaway loops."
+)
+POLL_CRITICAL: Final = (
+    "CRITICAL: Called {tool} with identical arguments and no progress {count} times. "
+    "This appears to be a stuck polling loop. Session execution blocked to prevent "
+    "resource waste."
+)
+POLL_WARNING: Final = (
+    "WARNING: You have called {tool} {count} times with identical arguments and no "
+    "progress. Stop polling and either (1) increase wait time between checks, or (2) "
+    "report the task as failed if the process is stuck."
+)
+PING_PONG_CRITICAL: Final = (
+    "CRITICAL: You are alternating between repeated tool-call patterns ({count} "
+    "consecutive calls) with no progress. This appears to be a stuck ping-pong loop. "
+    "Session execution blocked to prevent resource waste."
+)
+PING_PONG_WARNING: Final = (
+    "WARNING: You are alternating between repeated tool-call patterns ({count} "
+    "consecutive calls). This looks like a ping-pong loop; stop retrying and report the "
+    "task as failed."
+)
+GENERIC_CRITICAL: Final = (
+    "CRITICAL: Called {tool} with identical arguments and identical outcomes {count} "
+    "times. Session execution blocked to prevent runaway loops."
+)
+GENERIC_WARNING: Final = (
+    "WARNING: You have called {tool} {count} times with identical arguments. If this is "
+    "not making progress, stop retrying and report the task as failed."
+)
+
+# --- Detector log lines (SPEC §4), logger ``loopwatch.detection`` --------------------------
+
+LOG_GLOBAL_CRITICAL: Final = (
+    "Global circuit breaker triggered: {tool} repeated {count} times with no progress"
+)
+LOG_POLL_CRITICAL: Final = "Critical polling loop detected: {tool} repeated {count} times"
+LOG_POLL_WARNING: Final = "Polling loop warning: {tool} repeated {count} times"
+LOG_PING_PONG_CRITICAL: Final = (
+    "Critical ping-pong loop detected: alternating calls count={count} currentTool={tool}"
+)
+LOG_PING_PONG_WARNING: Final = (
+    "Ping-pong loop warning: alternating calls count={count} currentTool={tool}"
+)
+LOG_GENERIC_CRITICAL: Final = "Critical generic loop detected: {tool} repeated {count} times"
+LOG_GENERIC_WARNING: Final = "Loop warning: {tool} called {count} times with identical arguments"
+
+# --- Post-compaction guard (SPEC §6), logger ``loopwatch.guard`` ---------------------------
+
+COMPACTION_LOOP_PERSISTED: Final = (
+    "CRITICAL: tool {tool} repeated {count} times with identical arguments and identical "
+    "results within {window_size} attempts after auto-compaction. The compaction did not "
+    "break the loop. Aborting to prevent runaway resource use."
+)
+LOG_GUARD_ARMED: Final = "post-compaction guard armed for {attempts} attempts"
+LOG_GUARD_ABORT: Final = (
+    "post-compaction loop persisted: tool={tool} repeated {count} times with identical "
+    "args+result post-compaction"
+)
+
+# --- Stream-level unknown-tool guard (SPEC §5.7), model-facing -----------------------------
+
+UNKNOWN_TOOL_STREAM: Final = (
+    "I can't use the tool \"{name}\" here because it isn't available. I need to stop "
+    "retrying it and answer without that tool."
+)
+BLANK_TOOL_NAME: Final = "blank tool name"
+
+# --- Session engine (SPEC §5, §10), loggers ``loopwatch.tools`` / ``.diagnostics`` ---------
+
+LOG_BLOCKING: Final = "Blocking {tool} due to critical loop: {message}"
+LOG_LOOP_WARNING: Final = "Loop warning for {tool}: {message}"
+LOG_DIAGNOSTIC: Final = (
+    "tool loop: sessionId=unknown sessionKey={session_key} tool={tool} level={level} "
+    'action={action} detector={detector} count={count}{paired} message="{message}"'
+)
+LOG_DIAGNOSTIC_PAIRED: Final = " pairedTool={paired_tool}"
+LOG_DETECTION_FAILED: Final = "tool loop detection failed: tool={tool} error={error}"
+LOG_OUTCOME_FAILED: Final = "tool loop outcome tracking failed: tool={tool} error={error}"
+LOG_NO_SESSION_KEY: Final = "tool loop detection skipped: no session key"
+LOG_LISTENER_FAILED: Final = "event listener failed: type={type} error={error}"
+
+#: ``deniedReason`` of a loop block; the veto rule (SPEC §3.3 step 4) keys on it.
+DENIED_REASON_TOOL_LOOP: Final = "tool-loop"
+LOG_COMPACTION_RETRY_FAILED: Final = "post-compaction guard arm failed: error={error}"

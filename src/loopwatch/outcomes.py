@@ -1,0 +1,324 @@
+"""Outcome hashing (SPEC §3.3–§3.5, §3.7): what "the same result" means.
+
+A no-progress loop is only provable from outcomes, so this module decides which parts of
+a tool result count. Volatile data (durations, pids, message ids) is dropped for the
+tools the reference knows; everything else is compared byte for byte.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import re
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from loopwatch._undefined import UNDEFINED
+from loopwatch.fingerprint import digest, format_js_number, stable_stringify
+from loopwatch.jsstr import js_trim
+from loopwatch.messages import DENIED_REASON_TOOL_LOOP
+from loopwatch.normalizers import reduce_update_plan
+
+_WS_BODY: Final = (
+    "\\t\\n\\x0b\\x0c\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff"
+)
+# IGNORECASE | ASCII: only ASCII letters fold (no ſ / K), while \s is spelled out as the
+# JavaScript whitespace set because re.ASCII would shrink it.
+_UNKNOWN_TOOL_PATTERNS: Final = (
+    re.compile(
+        "unknown tool[:" + _WS_BODY + "]+[\"']?([a-z0-9_.-]+)[\"']?", re.IGNORECASE | re.ASCII
+    ),
+    re.compile(
+        "tool[" + _WS_BODY + "]+[\"']?([a-z0-9_.-]+)[\"']?[" + _WS_BODY + "]+"
+        "(?:not found|is not available)",
+        re.IGNORECASE | re.ASCII,
+    ),
+)
+
+#: ``message`` actions whose results carry fresh ids on every send (SPEC §3.3 step 7).
+SEND_ACTIONS: Final = frozenset(
+    {
+        "send",
+        "broadcast",
+        "reply",
+        "thread-reply",
+        "sendWithEffect",
+        "sendAttachment",
+        "upload-file",
+        "sticker",
+        "poll",
+    }
+)
+
+#: Keys dropped at any depth from a send result's details.
+VOLATILE_SEND_KEYS: Final = frozenset(
+    {
+        "messageId",
+        "message_id",
+        "messageIds",
+        "platformMessageId",
+        "platformMessageIds",
+        "fileId",
+        "file_id",
+        "fileKey",
+        "pollId",
+        "poll_id",
+        "receipt",
+        "runId",
+        "idempotencyKey",
+        "ts",
+        "timestamp",
+        "sentAt",
+        "deliveredAt",
+        "createdAt",
+    }
+)
+
+_ERROR_PREFIX: Final = "error:"
+
+
+@dataclass(frozen=True, slots=True)
+class OutcomeHash:
+    """The digest of one outcome; ``result_hash`` is ``None`` when nothing is recorded."""
+
+    result_hash: str | None
+    unknown_tool_name: str | None = None
+
+
+_NO_HASH: Final = OutcomeHash(None, None)
+
+
+def error_text(error: object) -> str:
+    """The text of an error as the reference sees it (SPEC §3.3 step 1)."""
+    if isinstance(error, BaseException):
+        try:
+            text = str(error)
+        except Exception as exc:  # a broken __str__ makes the value unserialisable
+            raise TypeError(f"cannot read the error's text: {exc!r}") from exc
+        return text or type(error).__name__
+    if isinstance(error, str):
+        return error
+    if isinstance(error, bool):
+        return "true" if error else "false"
+    if isinstance(error, numbers.Integral):
+        return str(int(error))
+    if isinstance(error, numbers.Real):
+        value = float(error)
+        if math.isnan(value):
+            return "NaN"
+        if math.isinf(value):
+            return "Infinity" if value > 0 else "-Infinity"
+        return format_js_number(value)
+    return stable_stringify(error)
+
+
+def extract_unknown_tool_name(text: str) -> str | None:
+    """The missing tool's name in an error text, lower-cased, or ``None`` (SPEC §3.5)."""
+    trimmed = js_trim(text)
+    if not trimmed:
+        return None
+    for pattern in _UNKNOWN_TOOL_PATTERNS:
+        match = pattern.search(trimmed)
+        if match is not None:
+            return match.group(1).lower()
+    return None
+
+
+def _content_text(result: Mapping[Any, Any]) -> str:
+    content = result.get("content")
+    if not isinstance(content, (list, tuple)):
+        return ""
+    parts = [
+        part["text"]
+        for part in content
+        if isinstance(part, Mapping)
+        and isinstance(part.get("type"), str)
+        and isinstance(part.get("text"), str)
+    ]
+    return js_trim("\n".join(parts))
+
+
+def _str_or(value: object, default: str | None) -> str | None:
+    return value if isinstance(value, str) else default
+
+
+def _exec_outcome(details: Mapping[Any, Any], text: str) -> dict[str, object] | None:
+    status = details.get("status")
+    if not isinstance(status, str):
+        return None
+    if status == "running":
+        return {"status": status, "tail": _str_or(details.get("tail"), "")}
+    if status in ("completed", "failed"):
+        exit_code = details.get("exitCode")
+        aggregated = details.get("aggregated")
+        output = js_trim(aggregated) if isinstance(aggregated, str) else ""
+        return {
+            "status": status,
+            "exitCode": exit_code
+            if isinstance(exit_code, (int, float)) and not isinstance(exit_code, bool)
+            else None,
+            "timedOut": details.get("timedOut") is True,
+            "output": output or text,
+        }
+    if status in ("approval-pending", "approval-unavailable"):
+        return {
+            "status": status,
+            "reason": _str_or(details.get("reason"), None),
+            "host": _str_or(details.get("host"), None),
+            "command": _str_or(details.get("command"), ""),
+            "warningText": _str_or(details.get("warningText"), ""),
+        }
+    return None
+
+
+def _nullish(value: object) -> object:
+    """JavaScript ``value ?? null``."""
+    return None if value is None or value is UNDEFINED else value
+
+
+_POLL_FIELDS: Final[tuple[str, ...]] = ("exitCode", "exitSignal", "aggregated")
+_LOG_FIELDS: Final[tuple[str, ...]] = (
+    "totalLines",
+    "totalChars",
+    "truncated",
+    "exitCode",
+    "exitSignal",
+)
+
+
+def _process_outcome(
+    params: object, details: Mapping[Any, Any], text: str
+) -> dict[str, object] | None:
+    if not isinstance(params, Mapping):
+        return None
+    action = params.get("action")
+    if action == "poll" and isinstance(action, str):
+        fields = _POLL_FIELDS
+    elif action == "log" and isinstance(action, str):
+        fields = _LOG_FIELDS
+    else:
+        return None
+    # ``status`` is always present; a missing one serialises as ``undefined``.
+    outcome: dict[str, object] = {"action": action, "status": details.get("status", UNDEFINED)}
+    for field in fields:
+        outcome[field] = _nullish(details.get(field))
+    outcome["text"] = text
+    return outcome
+
+
+def _is_send(tool_name: str, params: object, send_tools: Collection[str]) -> bool:
+    if tool_name == "sessions_send":
+        return True
+    if tool_name == "message":
+        if not isinstance(params, Mapping):
+            return False
+        action = params.get("action")
+        return isinstance(action, str) and action in SEND_ACTIONS
+    return tool_name in send_tools
+
+
+def _is_message_object(value: Mapping[Any, Any]) -> bool:
+    if not (isinstance(value.get("id"), str) and isinstance(value.get("text"), str)):
+        return False
+    return (
+        isinstance(value.get("direction"), str)
+        or isinstance(value.get("senderId"), str)
+        or isinstance(value.get("accountId"), str)
+        or isinstance(value.get("conversation"), Mapping)
+    )
+
+
+def strip_send_ids(value: object) -> object:
+    """Drop per-send ids at any depth, so two identical sends hash alike."""
+    try:
+        return _strip(value, set())
+    except RecursionError as exc:
+        raise TypeError("send result nests too deeply to normalise") from exc
+
+
+def _strip(value: object, on_path: set[int]) -> object:
+    if isinstance(value, Mapping):
+        if id(value) in on_path:
+            return value
+        on_path.add(id(value))
+        drop_id = _is_message_object(value)
+        stripped = {
+            key: _strip(item, on_path)
+            for key, item in value.items()
+            if key not in VOLATILE_SEND_KEYS and not (drop_id and key == "id")
+        }
+        on_path.discard(id(value))
+        return stripped
+    if isinstance(value, (list, tuple)):
+        if id(value) in on_path:
+            return value
+        on_path.add(id(value))
+        items = [_strip(item, on_path) for item in value]
+        on_path.discard(id(value))
+        return items
+    return value
+
+
+def hash_tool_outcome(
+    tool_name: str,
+    params: object,
+    *,
+    result: object = UNDEFINED,
+    error: object = UNDEFINED,
+    send_tools: Collection[str] = (),
+    normalizers: Collection[str] = (),
+) -> OutcomeHash:
+    """Hash what a tool call produced; the first matching rule of SPEC §3.3 wins.
+
+    Raises:
+        TypeError: the result or error cannot be serialised (SPEC §8.5).
+    """
+    if error is not UNDEFINED:
+        text = error_text(error)
+        return OutcomeHash(_ERROR_PREFIX + digest(text), extract_unknown_tool_name(text))
+    if not isinstance(result, Mapping):
+        if result is UNDEFINED:
+            return _NO_HASH
+        return OutcomeHash(digest(result))
+
+    raw_details = result.get("details")
+    details: Mapping[Any, Any] = raw_details if isinstance(raw_details, Mapping) else {}
+    text = _content_text(result)
+
+    status = details.get("status")
+    denied = details.get("deniedReason")
+    if (
+        isinstance(status, str)
+        and status == "blocked"
+        and isinstance(denied, str)
+        and denied == DENIED_REASON_TOOL_LOOP
+    ):
+        return _NO_HASH  # the loop veto: a block is never an outcome (#89090)
+
+    special: object | None = None
+    if tool_name == "exec":
+        special = _exec_outcome(details, text)
+    elif tool_name == "process":
+        special = _process_outcome(params, details, text)
+        if special is None and _is_send(tool_name, params, send_tools):
+            special = strip_send_ids(details)
+    elif _is_send(tool_name, params, send_tools):
+        special = strip_send_ids(details)
+    if special is not None:
+        return OutcomeHash(digest(special))
+
+    if tool_name == "update_plan" and "update_plan" in normalizers:
+        return OutcomeHash(digest({"details": reduce_update_plan(details), "text": ""}))
+    return OutcomeHash(digest({"details": details, "text": text}))
+
+
+__all__ = [
+    "SEND_ACTIONS",
+    "VOLATILE_SEND_KEYS",
+    "OutcomeHash",
+    "error_text",
+    "extract_unknown_tool_name",
+    "hash_tool_outcome",
+    "strip_send_ids",
+]

@@ -1,0 +1,163 @@
+"""The storage interface behind ``LoopGuard`` (one interface, many backends).
+
+A store keeps, per session key, the history, the warning buckets and the post-compaction
+guards of each run. Its operations are shaped so that a networked backend can do each in
+one atomic round trip: ``begin_call`` returns the run's history *and* appends the pending
+record; ``record_outcome`` fills the record *and* feeds the run's guard. Detection itself
+stays in the caller, in pure code shared by every backend.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+
+from loopwatch.compaction import GuardSnapshot, GuardVerdict
+from loopwatch.history import ToolCallRecord
+from loopwatch.outcomes import OutcomeHash
+
+
+class StoreError(Exception):
+    """A backend failed (connection, timeout, protocol); the guard applies its policy."""
+
+
+@dataclass(frozen=True, slots=True)
+class GuardSpec:
+    """How a run's post-compaction guard is built when it does not exist yet (SPEC §6.2)."""
+
+    window_size: int
+    enabled: bool
+
+
+@dataclass(frozen=True, slots=True)
+class OutcomeWrite:
+    """One outcome to attach to the history (SPEC §3.6); ``run_id`` is already trimmed."""
+
+    tool_name: str
+    args_hash: str
+    tool_call_id: str | None
+    run_id: str | None
+    outcome: OutcomeHash
+    history_size: int
+    timestamp: int
+
+
+class Store(ABC):
+    """Session state for ``LoopGuard``.
+
+    ``now`` is the ``LoopGuard`` clock in epoch seconds; stores use it for idle expiry.
+    The async twins default to the sync methods, which is right for in-process stores;
+    networked stores override them with real asynchronous I/O.
+    """
+
+    #: True when the async twins do real asynchronous I/O (the guard then awaits them).
+    native_async: bool = False
+
+    def session_lock(self, session_key: str) -> AbstractContextManager[object]:
+        """A lock that makes one guard operation atomic within this process.
+
+        In-process stores return a real lock, so detection and the writes it decides
+        happen as one step; stores whose operations are atomic server-side return a
+        no-op context.
+        """
+        return contextlib.nullcontext()
+
+    @abstractmethod
+    def begin_call(
+        self,
+        session_key: str,
+        run_id: str | None,
+        pending: ToolCallRecord | None,
+        history_size: int,
+        now: float,
+    ) -> Sequence[ToolCallRecord]:
+        """Return the run's records as they were, then append ``pending`` (if any) and trim."""
+
+    @abstractmethod
+    def cancel_call(self, session_key: str, pending: ToolCallRecord, now: float) -> None:
+        """Remove a pending record that ``begin_call`` appended (the call was blocked)."""
+
+    @abstractmethod
+    def update_warning_bucket(self, session_key: str, key: str, bucket: int, now: float) -> bool:
+        """Apply the bucket rule of SPEC §5.3; True when the warning is to be emitted."""
+
+    @abstractmethod
+    def record_outcome(
+        self, session_key: str, write: OutcomeWrite, guard: GuardSpec, now: float
+    ) -> tuple[ToolCallRecord, GuardVerdict]:
+        """Attach an outcome (it has a hash) and feed the triple to the run's guard."""
+
+    @abstractmethod
+    def arm_guard(
+        self, session_key: str, run_id: str | None, guard: GuardSpec, now: float
+    ) -> GuardSpec:
+        """Arm the run's guard, creating it from ``guard`` if needed; returns its real spec."""
+
+    @abstractmethod
+    def history(self, session_key: str, now: float) -> tuple[ToolCallRecord, ...]:
+        """The session's history, oldest first, without touching the session."""
+
+    @abstractmethod
+    def guard_snapshot(self, session_key: str, run_id: str | None, now: float) -> GuardSnapshot:
+        """The run's guard state without touching or creating anything."""
+
+    @abstractmethod
+    def last_guard_verdict(
+        self, session_key: str, run_id: str | None, now: float
+    ) -> GuardVerdict | None:
+        """The verdict of the run guard's latest observation, if any."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release resources (connections); the default has none."""
+
+    # --- async twins -------------------------------------------------------------------
+
+    async def abegin_call(
+        self,
+        session_key: str,
+        run_id: str | None,
+        pending: ToolCallRecord | None,
+        history_size: int,
+        now: float,
+    ) -> Sequence[ToolCallRecord]:
+        return self.begin_call(session_key, run_id, pending, history_size, now)
+
+    async def acancel_call(self, session_key: str, pending: ToolCallRecord, now: float) -> None:
+        self.cancel_call(session_key, pending, now)
+
+    async def aupdate_warning_bucket(
+        self, session_key: str, key: str, bucket: int, now: float
+    ) -> bool:
+        return self.update_warning_bucket(session_key, key, bucket, now)
+
+    async def arecord_outcome(
+        self, session_key: str, write: OutcomeWrite, guard: GuardSpec, now: float
+    ) -> tuple[ToolCallRecord, GuardVerdict]:
+        return self.record_outcome(session_key, write, guard, now)
+
+    async def aarm_guard(
+        self, session_key: str, run_id: str | None, guard: GuardSpec, now: float
+    ) -> GuardSpec:
+        return self.arm_guard(session_key, run_id, guard, now)
+
+    async def ahistory(self, session_key: str, now: float) -> tuple[ToolCallRecord, ...]:
+        return self.history(session_key, now)
+
+    async def aguard_snapshot(
+        self, session_key: str, run_id: str | None, now: float
+    ) -> GuardSnapshot:
+        return self.guard_snapshot(session_key, run_id, now)
+
+    async def alast_guard_verdict(
+        self, session_key: str, run_id: str | None, now: float
+    ) -> GuardVerdict | None:
+        return self.last_guard_verdict(session_key, run_id, now)
+
+    async def aclose(self) -> None:
+        self.close()
+
+
+__all__ = ["GuardSpec", "OutcomeWrite", "Store", "StoreError"]
