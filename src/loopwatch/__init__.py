@@ -9,6 +9,8 @@ Three lines guard an agent::
 Everything public is importable from here; the submodules are implementation detail.
 """
 
+import logging as _logging
+
 from loopwatch._undefined import UNDEFINED
 from loopwatch.compaction import (
     GuardSnapshot,
@@ -49,6 +51,10 @@ from loopwatch.stores import MemoryStore, Store, StoreError
 from loopwatch.streamguard import UnknownToolStreamGuard
 
 __version__ = "0.1.0"
+
+# A library never configures logging; without a handler of the host's, lines are dropped
+# rather than printed by logging's last-resort handler.
+_logging.getLogger("loopwatch").addHandler(_logging.NullHandler())
 
 __all__ = [
     "UNDEFINED",

@@ -48,6 +48,7 @@ from loopwatch.events import (
     CompactionLoopPersistedEvent,
     GuardArmedEvent,
     LoopEvent,
+    StoreErrorEvent,
     ToolExecutionBlockedEvent,
     ToolLoopEvent,
     params_summary,
@@ -58,12 +59,13 @@ from loopwatch.jsstr import is_blank
 from loopwatch.naming import normalize_run_id, normalize_tool_call_id, normalize_tool_name
 from loopwatch.normalizers import validate_normalizers
 from loopwatch.outcomes import hash_tool_outcome
-from loopwatch.stores.base import GuardSpec, OutcomeWrite, Store
+from loopwatch.stores.base import GuardSpec, OutcomeWrite, Store, StoreError
 from loopwatch.stores.memory import MemoryStore
 
 tools_logger = logging.getLogger("loopwatch.tools")
 diagnostics_logger = logging.getLogger("loopwatch.diagnostics")
 events_logger = logging.getLogger("loopwatch")
+store_logger = logging.getLogger("loopwatch.store")
 
 Action = Literal["allow", "warn", "block"]
 Listener = Callable[[LoopEvent], object]
@@ -71,6 +73,9 @@ Listener = Callable[[LoopEvent], object]
 #: How many tool names each fail-open text remembers before it may repeat (SPEC §5.6).
 FAILURE_LOG_MEMORY: Final = 1000
 _MAX_CACHED_AGENTS: Final = 1024
+#: At most one store-failure log line per this many seconds of the guard's clock.
+STORE_ERROR_LOG_INTERVAL_S: Final = 30.0
+STORE_UNAVAILABLE: Final = "store_unavailable"
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,6 +245,7 @@ class LoopGuard:
         self._detection_failed = _OnceLog(messages.LOG_DETECTION_FAILED)
         self._outcome_failed = _OnceLog(messages.LOG_OUTCOME_FAILED)
         self._warned_no_session = False
+        self._store_error_logged_at: float | None = None
         self._allow = Decision("allow", NOT_STUCK, False, None, self.enforce)
 
     # --- configuration ---------------------------------------------------------------
@@ -282,6 +288,41 @@ class LoopGuard:
         if not self._warned_no_session:
             self._warned_no_session = True
             tools_logger.warning(messages.LOG_NO_SESSION_KEY)
+
+    def _store_failed(self, session_key: str, tool: str, operation: str, exc: StoreError) -> None:
+        """Report a store failure: an event every time, a log line at a bounded rate."""
+        fail_open = self._store.fail_open
+        now = self._now()
+        last = self._store_error_logged_at
+        if last is None or now - last >= STORE_ERROR_LOG_INTERVAL_S or now < last:
+            self._store_error_logged_at = now
+            store_logger.warning(
+                messages.LOG_STORE_ERROR.format(
+                    operation=operation,
+                    error=_error_text(exc),
+                    policy="fail-open" if fail_open else "fail-closed",
+                )
+            )
+        self._emit(
+            StoreErrorEvent(
+                session_key=session_key,
+                operation=operation,
+                error=_error_text(exc),
+                fail_open=fail_open,
+                tool_name=tool,
+            )
+        )
+
+    def _before_store_failed(self, session_key: str, tool: str, exc: StoreError) -> Decision:
+        """The one place the store failure policy is applied (fail-open by default)."""
+        self._store_failed(session_key, tool, "before_call", exc)
+        if self._store.fail_open or not self.enforce:
+            return self._allow
+        message = messages.STORE_UNAVAILABLE_CRITICAL.format(tool=tool)
+        verdict = LoopVerdict(
+            stuck=True, level="critical", detector=STORE_UNAVAILABLE, message=message
+        )
+        return Decision("block", verdict, True, blocked_result(message), True)
 
     # --- before_call -----------------------------------------------------------------
 
@@ -438,6 +479,8 @@ class LoopGuard:
                         session_key, self._bucket_key(plan, verdict), verdict.count // 10, now
                     )
             return self._conclude(plan, verdict, emitted)
+        except StoreError as exc:
+            return self._before_store_failed(session_key, tool, exc)
         except Exception as exc:
             return self._before_failed(tool, exc)
 
@@ -483,6 +526,8 @@ class LoopGuard:
                     session_key, self._bucket_key(plan, verdict), verdict.count // 10, now
                 )
             return self._conclude(plan, verdict, emitted)
+        except StoreError as exc:
+            return self._before_store_failed(session_key, tool, exc)
         except Exception as exc:
             return self._before_failed(tool, exc)
 
@@ -574,6 +619,9 @@ class LoopGuard:
             now = self._now()
             with self._store.session_lock(session_key):
                 record, verdict = self._store.record_outcome(session_key, write, spec, now)
+        except StoreError as exc:
+            self._store_failed(session_key, tool, "after_call", exc)
+            return None
         except Exception as exc:
             self._outcome_failed.log(tool, exc)
             return None
@@ -616,6 +664,9 @@ class LoopGuard:
             record, verdict = await self._store.arecord_outcome(
                 session_key, write, spec, self._now()
             )
+        except StoreError as exc:
+            self._store_failed(session_key, tool, "after_call", exc)
+            return None
         except Exception as exc:
             self._outcome_failed.log(tool, exc)
             return None
@@ -652,6 +703,9 @@ class LoopGuard:
             spec = self._guard_spec(agent_id)
             with self._store.session_lock(session_key):
                 actual = self._store.arm_guard(session_key, run, spec, self._now())
+        except StoreError as exc:
+            self._store_failed(session_key, "", "compaction_retry", exc)
+            return
         except Exception as exc:
             tools_logger.warning(
                 messages.LOG_COMPACTION_RETRY_FAILED.format(error=_error_text(exc))
@@ -674,6 +728,9 @@ class LoopGuard:
         try:
             spec = self._guard_spec(agent_id)
             actual = await self._store.aarm_guard(session_key, run, spec, self._now())
+        except StoreError as exc:
+            self._store_failed(session_key, "", "compaction_retry", exc)
+            return
         except Exception as exc:
             tools_logger.warning(
                 messages.LOG_COMPACTION_RETRY_FAILED.format(error=_error_text(exc))

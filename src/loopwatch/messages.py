@@ -102,3 +102,13 @@ LOG_LISTENER_FAILED: Final = "event listener failed: type={type} error={error}"
 #: ``deniedReason`` of a loop block; the veto rule (SPEC §3.3 step 4) keys on it.
 DENIED_REASON_TOOL_LOOP: Final = "tool-loop"
 LOG_COMPACTION_RETRY_FAILED: Final = "post-compaction guard arm failed: error={error}"
+
+# --- Store failures (fail-open / fail-closed policy), logger ``loopwatch.store`` ---------
+
+LOG_STORE_ERROR: Final = (
+    "loop detection store failed: operation={operation} error={error} policy={policy}"
+)
+STORE_UNAVAILABLE_CRITICAL: Final = (
+    "CRITICAL: loop detection is unavailable (its state store failed), so {tool} was not "
+    "run. Try again shortly or continue without it."
+)

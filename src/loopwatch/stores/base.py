@@ -56,6 +56,10 @@ class Store(ABC):
     #: True when the async twins do real asynchronous I/O (the guard then awaits them).
     native_async: bool = False
 
+    #: What ``LoopGuard`` does when this store raises :class:`StoreError` in
+    #: ``before_call``: allow the call (fail-open, the default) or block it (fail-closed).
+    fail_open: bool = True
+
     def session_lock(self, session_key: str) -> AbstractContextManager[object]:
         """A lock that makes one guard operation atomic within this process.
 
