@@ -182,7 +182,8 @@ GUARD_FIELDS: Final[tuple[ConfigField, ...]] = (
     ),
 )
 
-#: Every leaf setting, in the order of SPEC §7.1's table, for docs and ``config check``.
+#: Every leaf setting (scalars in constructor order, then the nested ones), for docs and
+#: ``config check``.
 CONFIG_FIELDS: Final[tuple[ConfigField, ...]] = BLOCK_FIELDS + DETECTOR_FIELDS + GUARD_FIELDS
 
 #: The eight keys a block may hold.
@@ -1007,6 +1008,12 @@ def profile_of_openclaw_config(config: Mapping[str, Any]) -> Profile:
 
 
 _JSON5_POSITION: Final = re.compile(r"^<string>:(\d+) (.*) at column (\d+)$", re.DOTALL)
+_LINE_BREAKING: Final = re.compile("[\x00-\x1f\x7f\x85\u2028\u2029]")
+
+
+def _one_line(text: str) -> str:
+    """Escape control characters so an issue stays on one line (``Unexpected "\\n"``)."""
+    return _LINE_BREAKING.sub(lambda found: found[0].encode("unicode_escape").decode(), text)
 
 
 def _end_position(text: str) -> tuple[int, int]:
@@ -1022,7 +1029,9 @@ def _syntax_issue(exc: ValueError, text: str) -> ConfigIssue:
     else:
         # The parser reports no position only for input that ends too early (an empty file).
         (line, column), reason = _end_position(text), str(exc)
-    return ConfigIssue("", f"JSON5 syntax error at line {line}, column {column}: {reason}")
+    return ConfigIssue(
+        "", _one_line(f"JSON5 syntax error at line {line}, column {column}: {reason}")
+    )
 
 
 def load_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -1045,11 +1054,12 @@ def load_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     try:
         raw = Path(path).read_bytes()
     except OSError as exc:
-        raise ConfigError([ConfigIssue("", f"cannot read {os.fspath(path)!s}: {exc}")]) from exc
+        message = _one_line(f"cannot read {os.fspath(path)!s}: {exc}")
+        raise ConfigError([ConfigIssue("", message)]) from exc
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        message = f"{os.fspath(path)!s} is not valid UTF-8 (byte {exc.start})"
+        message = _one_line(f"{os.fspath(path)!s} is not valid UTF-8 (byte {exc.start})")
         raise ConfigError([ConfigIssue("", message)]) from exc
 
     duplicates: dict[int, tuple[Mapping[Any, Any], list[tuple[Any, Any]]]] = {}

@@ -24,7 +24,7 @@ import numbers
 import re
 import uuid
 from collections.abc import Collection, Iterator, Mapping
-from itertools import repeat
+from itertools import chain, repeat
 from json.encoder import encode_basestring
 from pathlib import PurePath
 from typing import Any, Final
@@ -47,10 +47,10 @@ _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 _SURROGATE_PAIR: Final = re.compile("[\ud800-\udbff][\udc00-\udfff]")
 
 _CIRCULAR: Final = '"[Circular]"'
-#: Separators for every array item after the first; ``repeat`` is stateless, so one shared
-#: instance serves every frame.
+#: Heads of array items: none for the first, a comma for every other. ``repeat`` is
+#: stateless, so one shared instance serves every frame.
+_FIRST: Final = ("",)
 _COMMAS: Final = repeat(",")
-_END: Final = object()
 
 # Kinds of container returned by _classify.
 _ARRAY: Final = 1
@@ -192,16 +192,20 @@ def _object_items(mapping: Mapping[Any, Any], exact: bool) -> Iterator[tuple[str
         return _object_items_converted(mapping)
     if joined.isascii():
         # ASCII only: code-point order is UTF-16 order, and distinct keys stay distinct.
+        # U+FFFF cannot occur in the keys and is left raw by the encoder, so one encoder
+        # call quotes every key and a split yields the heads.
         keys: list[str] = sorted(mapping)
-    elif exact and _SURROGATE.search(joined) is not None:
+        quoted = encode_basestring("\uffff".join(keys))
+        heads = (quoted.replace("\uffff", '":\uffff,"') + ":").split("\uffff")
+        return zip(heads, map(mapping.__getitem__, keys), strict=False)
+    if exact and _SURROGATE.search(joined) is not None:
         # "\ud83d\ude00" and "😀" are different Python keys but one JavaScript key.
         return _object_items_converted(mapping)
-    else:
-        keys = sorted(mapping, key=utf16_key)
+    keys = sorted(mapping, key=utf16_key)
     heads = [f",{e}:" for e in map(encode_basestring, keys)]
     if heads:
         heads[0] = heads[0][1:]
-    return zip(heads, map(mapping.__getitem__, keys), strict=True)
+    return zip(heads, map(mapping.__getitem__, keys), strict=False)
 
 
 def _object_items_converted(mapping: Mapping[Any, Any]) -> Iterator[tuple[str, object]]:
@@ -304,15 +308,15 @@ def _stringify(value: object, exact: bool) -> str:
     common case pays no per-string scan.
 
     An explicit stack of frames replaces recursion. A frame is
-    ``[items, closer, container, set_state]``: ``items`` yields ``(head, value)`` pairs,
-    ``container`` is kept alive (and its ``id`` in ``on_path``) while it is being walked,
-    and ``set_state`` (sets only) is ``[mark, texts, started]``, because set items must be
-    serialised one by one before they can be sorted.
+    ``(items, closer, container)``: ``items`` yields ``(head, value)`` pairs, and
+    ``container`` is kept alive (and its ``id`` in ``on_path``) while it is being walked.
+    A set's frame is ``[items, None, container, mark, texts, started]``: set items must be
+    serialised one by one (from ``out[mark:]``) before they can be sorted.
     """
     quote = _quote if exact else encode_basestring
     out: list[str] = []
     append = out.append
-    stack: list[list[Any]] = []
+    stack: list[Any] = []
     on_path: set[int] = set()
     head = ""
     current: Any = value
@@ -353,60 +357,60 @@ def _stringify(value: object, exact: bool) -> str:
                     f"value nests deeper than {MAX_DEPTH} levels, the most loopwatch hashes"
                 )
             elif kind == _OBJECT:
-                pairs = _object_items(payload, exact)
-                first_pair = next(pairs, None)
-                if first_pair is None:
-                    append(head + "{}")
-                else:
-                    stack.append([pairs, "}", current, None])
-                    on_path.add(ident)
-                    head = head + "{" + first_pair[0]
-                    current = first_pair[1]
-                    continue
+                append(head + "{")
+                stack.append((_object_items(payload, exact), "}", current))
+                on_path.add(ident)
             elif kind == _ARRAY:
-                items = iter(payload)
-                first = next(items, _END)
-                if first is _END:
-                    append(head + "[]")
-                else:
-                    stack.append([zip(_COMMAS, items, strict=False), "]", current, None])
-                    on_path.add(ident)
-                    head += "["
-                    current = first
-                    continue
+                append(head + "[")
+                stack.append((zip(chain(_FIRST, _COMMAS), payload, strict=False), "]", current))
+                on_path.add(ident)
             else:  # _SET
                 if head:
                     append(head)
                 members = zip(repeat(""), list(payload), strict=False)
-                stack.append([members, None, current, [len(out), [], False]])
+                stack.append([members, None, current, len(out), [], False])
                 on_path.add(ident)
         # --- move on to the next value, closing finished containers ------------------------
         while stack:
             frame = stack[-1]
-            set_state = frame[3]
-            if set_state is not None:
-                mark = set_state[0]
-                if set_state[2]:
-                    set_state[1].append("".join(out[mark:]))
+            closer = frame[1]
+            if closer is None:  # a set
+                mark = frame[3]
+                if frame[5]:
+                    frame[4].append("".join(out[mark:]))
                     del out[mark:]
                 pair = next(frame[0], None)
                 if pair is None:
                     stack.pop()
                     on_path.discard(id(frame[2]))
-                    texts: list[str] = set_state[1]
+                    texts: list[str] = frame[4]
                     texts.sort(key=utf16_key)
                     append("[" + ",".join(texts) + "]")
                     continue
-                set_state[2] = True
+                frame[5] = True
                 head, current = pair
                 break
-            pair = next(frame[0], None)
-            if pair is None:
+            # Scalars are emitted right here: most values are leaves, and this loop is the
+            # cheapest place to handle them.
+            for head, current in frame[0]:
+                cls = type(current)
+                if cls is str:
+                    append(head + quote(current))
+                elif cls is int:
+                    append(head + int.__repr__(current))
+                elif cls is float:
+                    append(head + _float_text(current))
+                elif cls is bool:
+                    append(head + ("true" if current else "false"))
+                elif current is None:
+                    append(head + "null")
+                else:
+                    break
+            else:
                 stack.pop()
-                append(frame[1])
+                append(closer)
                 on_path.discard(id(frame[2]))
                 continue
-            head, current = pair
             break
         else:
             return "".join(out)
