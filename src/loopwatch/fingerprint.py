@@ -34,8 +34,10 @@ from loopwatch.jsstr import utf16_key
 from loopwatch.normalizers import reduce_update_plan, validate_normalizers
 
 #: Deepest nesting :func:`stable_stringify` accepts; deeper values are unserialisable
-#: (SPEC §8.5 asks for at least 10,000). The walk itself has no limit; this one keeps a
-#: hostile value from turning one hash into an unbounded amount of work and memory.
+#: (SPEC §8.5 asks for at least 10,000). The iterative walk could go deeper, but a fixed
+#: bound makes "too deep" one defined, tested outcome (a ``TypeError``, so ``LoopGuard``
+#: fails open) instead of whatever memory pressure does, and the reference itself runs
+#: out of stack long before this.
 MAX_DEPTH: Final = 100_000
 
 _INF: Final = float("inf")
@@ -95,6 +97,7 @@ def format_js_number(x: float) -> str:
 
 
 def _format_finite(x: float) -> str:
+    """Number::toString for a finite float that is not a small integer (SPEC §8.2)."""
     text = float.__repr__(x)
     if "e" not in text:
         # repr uses fixed notation for 1e-4 <= |x| < 1e16, where ECMAScript does too, with
@@ -106,7 +109,7 @@ def _format_finite(x: float) -> str:
     raw = int_part + frac_part
     digits = raw.lstrip("0")
     # The value is 0.<digits> × 10**n; each leading zero dropped moves the point left.
-    n = len(int_part) + (int(exp_text) if exp_text else 0) - (len(raw) - len(digits))
+    n = len(int_part) + int(exp_text) - (len(raw) - len(digits))
     digits = digits.rstrip("0")
     k = len(digits)
     if k <= n <= 21:
@@ -305,7 +308,8 @@ def _stringify(value: object, exact: bool) -> str:
     ``json``'s C encoder without looking for surrogates: that is exact for every string
     without surrogate code points, and any surrogate it lets through stays raw in the
     result, where the caller's UTF-8 encoding finds it and asks for an exact pass. So the
-    common case pays no per-string scan.
+    common case pays no per-string scan; the price is that a value holding surrogates is
+    walked twice, and its conversions (``model_dump``, ``__str__``…) run twice.
 
     An explicit stack of frames replaces recursion. A frame is
     ``(items, closer, container)``: ``items`` yields ``(head, value)`` pairs, and

@@ -30,6 +30,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from example_values import decode_value
+from loopwatch import fingerprint
 from loopwatch._undefined import UNDEFINED
 from loopwatch.fingerprint import (
     MAX_DEPTH,
@@ -566,10 +567,18 @@ def test_deep_mixed_nesting() -> None:
     assert len(text) == 3 + 12_000 * 2 + 4_000 * len('"k":')
 
 
-def test_nesting_limit() -> None:
-    assert stable_stringify(nested_lists(MAX_DEPTH)) == "[" * MAX_DEPTH + "]" * MAX_DEPTH
+def test_nesting_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert MAX_DEPTH >= 10_000  # SPEC §8.5: at least 10,000 levels must work
+    # The boundary itself, on a small limit: the walk reads the module constant.
+    monkeypatch.setattr(fingerprint, "MAX_DEPTH", 50)
+    assert stable_stringify(nested_lists(50)) == "[" * 50 + "]" * 50
+    assert stable_stringify({"a": nested_lists(49)}) == '{"a":' + "[" * 49 + "]" * 49 + "}"
+    with pytest.raises(TypeError, match="nests deeper than 50 levels"):
+        stable_stringify(nested_lists(51))
     with pytest.raises(TypeError, match="nests deeper"):
-        stable_stringify(nested_lists(MAX_DEPTH + 1))
+        digest(nested_dicts(51))
+    with pytest.raises(TypeError, match="nests deeper"):
+        hash_tool_call("t", [{1, 2}, nested_lists(50)])
 
 
 # --- unserialisable values ------------------------------------------------------------------
