@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from loopwatch import LoopGuard, LoopEvent
+from loopwatch import LoopEvent, LoopGuard
 
 
 def fake_tool(name: str, params: dict[str, Any]) -> dict[str, Any]:
