@@ -14,10 +14,10 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Generator, Iterable, Mapping, Sequence
 from copy import deepcopy
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar
 
 from loopwatch import messages
 from loopwatch._undefined import UNDEFINED
@@ -118,6 +118,29 @@ def _safe_tool_name(tool_name: object) -> str:
 
 def _error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
+
+
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True, slots=True)
+class _StoreOp:
+    """One store call an operation needs; the sync and async drivers perform it.
+
+    Operations are written once, as generators that yield these, so ``before_call`` and
+    ``abefore_call`` (and the other twins) share every line of logic (sans-I/O style).
+    """
+
+    name: str
+    args: tuple[Any, ...]
+
+
+_Steps = Generator[_StoreOp, Any, _T]
+
+
+def _one(op: _StoreOp) -> _Steps[Any]:
+    """An operation that is a single store call."""
+    return (yield op)
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,10 +307,39 @@ class LoopGuard:
                     messages.LOG_LISTENER_FAILED.format(type=event.type, error=_error_text(exc))
                 )
 
-    def _skip_no_session(self) -> None:
+    def _accepts(self, session_key: object) -> bool:
+        """False for "no session" (SPEC §5.1), logged once per guard."""
+        if _valid_session_key(session_key):
+            return True
         if not self._warned_no_session:
             self._warned_no_session = True
             tools_logger.warning(messages.LOG_NO_SESSION_KEY)
+        return False
+
+    def _drive(self, session_key: str, steps: _Steps[_T]) -> _T:
+        """Run an operation's store steps synchronously, atomically for the session."""
+        store = self._store
+        with store.session_lock(session_key):
+            try:
+                op = next(steps)
+                while True:
+                    op = steps.send(getattr(store, op.name)(*op.args))
+            except StopIteration as done:
+                result: _T = done.value
+                return result
+
+    async def _adrive(self, session_key: str, steps: _Steps[_T]) -> _T:
+        """The async twin of :meth:`_drive`; in-process stores run synchronously."""
+        store = self._store
+        if not store.native_async:
+            return self._drive(session_key, steps)
+        try:
+            op = next(steps)
+            while True:
+                op = steps.send(await getattr(store, "a" + op.name)(*op.args))
+        except StopIteration as done:
+            result: _T = done.value
+            return result
 
     def _store_failed(self, session_key: str, tool: str, operation: str, exc: StoreError) -> None:
         """Report a store failure: an event every time, a log line at a bounded rate."""
@@ -440,6 +492,26 @@ class LoopGuard:
         self._detection_failed.log(tool, exc)
         return self._allow
 
+    def _before_steps(self, plan: _BeforePlan) -> _Steps[tuple[LoopVerdict, bool]]:
+        """Detection between the store reads and writes it needs (one atomic step)."""
+        now = self._now()
+        key = plan.session_key
+        scoped = yield _StoreOp(
+            "begin_call", (key, plan.run, plan.pending, plan.resolved.history_size, now)
+        )
+        verdict = self._detect(plan, scoped)
+        emitted = False
+        if verdict.level == "critical":
+            if self.enforce and plan.pending is not None:
+                # Blocked calls are not recorded (the reference's sticky block).
+                yield _StoreOp("cancel_call", (key, plan.pending, now))
+        elif verdict.stuck:
+            bucket_key = self._bucket_key(plan, verdict)
+            emitted = yield _StoreOp(
+                "update_warning_bucket", (key, bucket_key, verdict.count // 10, now)
+            )
+        return verdict, emitted
+
     def before_call(
         self,
         tool_name: object,
@@ -457,27 +529,12 @@ class LoopGuard:
             give that result to the model and pass it to :meth:`after_call`.
         """
         tool = _safe_tool_name(tool_name)
-        if not _valid_session_key(session_key):
-            self._skip_no_session()
+        if not self._accepts(session_key):
             return self._allow
         assert isinstance(session_key, str)
         try:
             plan = self._plan_before(tool, params, session_key, run_id, tool_call_id, agent_id)
-            now = self._now()
-            store = self._store
-            with store.session_lock(session_key):
-                scoped = store.begin_call(
-                    session_key, plan.run, plan.pending, plan.resolved.history_size, now
-                )
-                verdict = self._detect(plan, scoped)
-                emitted = False
-                if verdict.level == "critical":
-                    if self.enforce and plan.pending is not None:
-                        store.cancel_call(session_key, plan.pending, now)
-                elif verdict.stuck:
-                    emitted = store.update_warning_bucket(
-                        session_key, self._bucket_key(plan, verdict), verdict.count // 10, now
-                    )
+            verdict, emitted = self._drive(session_key, self._before_steps(plan))
             return self._conclude(plan, verdict, emitted)
         except StoreError as exc:
             return self._before_store_failed(session_key, tool, exc)
@@ -495,36 +552,13 @@ class LoopGuard:
         agent_id: object = None,
     ) -> Decision:
         """Async twin of :meth:`before_call`."""
-        if not self._store.native_async:
-            return self.before_call(
-                tool_name,
-                params,
-                session_key=session_key,
-                run_id=run_id,
-                tool_call_id=tool_call_id,
-                agent_id=agent_id,
-            )
         tool = _safe_tool_name(tool_name)
-        if not _valid_session_key(session_key):
-            self._skip_no_session()
+        if not self._accepts(session_key):
             return self._allow
         assert isinstance(session_key, str)
         try:
             plan = self._plan_before(tool, params, session_key, run_id, tool_call_id, agent_id)
-            now = self._now()
-            store = self._store
-            scoped = await store.abegin_call(
-                session_key, plan.run, plan.pending, plan.resolved.history_size, now
-            )
-            verdict = self._detect(plan, scoped)
-            emitted = False
-            if verdict.level == "critical":
-                if self.enforce and plan.pending is not None:
-                    await store.acancel_call(session_key, plan.pending, now)
-            elif verdict.stuck:
-                emitted = await store.aupdate_warning_bucket(
-                    session_key, self._bucket_key(plan, verdict), verdict.count // 10, now
-                )
+            verdict, emitted = await self._adrive(session_key, self._before_steps(plan))
             return self._conclude(plan, verdict, emitted)
         except StoreError as exc:
             return self._before_store_failed(session_key, tool, exc)
@@ -537,12 +571,14 @@ class LoopGuard:
         self,
         tool: str,
         params: object,
+        session_key: str,
         run_id: object,
         tool_call_id: object,
         result: object,
         error: object,
         agent_id: object,
-    ) -> tuple[OutcomeWrite, GuardSpec] | None:
+    ) -> _StoreOp | None:
+        """Hash the outcome outside any lock; ``None`` when there is nothing to record."""
         _block, resolved = self.block_for(agent_id)
         outcome = hash_tool_outcome(
             tool,
@@ -553,7 +589,8 @@ class LoopGuard:
             normalizers=self.normalizers,
         )
         if outcome.result_hash is None:
-            return None
+            return None  # no result, or the loop veto: nothing changes
+        now = self._now()
         write = OutcomeWrite(
             tool_name=tool,
             args_hash=hash_tool_call(tool, params, normalizers=self.normalizers),
@@ -561,13 +598,19 @@ class LoopGuard:
             run_id=normalize_run_id(run_id),
             outcome=outcome,
             history_size=resolved.history_size,
-            timestamp=int(self._now() * 1000),
+            timestamp=int(now * 1000),
         )
-        return write, GuardSpec(resolved.guard_window_size, resolved.guard_enabled)
+        spec = GuardSpec(resolved.guard_window_size, resolved.guard_enabled)
+        return _StoreOp("record_outcome", (session_key, write, spec, now))
 
     def _finish_after(
-        self, session_key: str, run: str | None, record: ToolCallRecord, verdict: GuardVerdict
-    ) -> ToolCallRecord:
+        self,
+        session_key: str,
+        written: tuple[ToolCallRecord, GuardVerdict] | None,
+    ) -> ToolCallRecord | None:
+        if written is None:
+            return None
+        record, verdict = written
         if verdict.should_abort:
             log_abort(verdict)
             error = PostCompactionLoopPersistedError.from_verdict(verdict, record)
@@ -577,7 +620,7 @@ class LoopGuard:
                     tool_name=error.tool_name,
                     count=error.count,
                     message=error.message,
-                    run_id=run,
+                    run_id=record.run_id,
                 )
             )
             raise error
@@ -607,25 +650,21 @@ class LoopGuard:
             PostCompactionLoopPersistedError: the loop survived a compaction; end the run.
         """
         tool = _safe_tool_name(tool_name)
-        if not _valid_session_key(session_key):
-            self._skip_no_session()
+        if not self._accepts(session_key):
             return None
         assert isinstance(session_key, str)
         try:
-            planned = self._plan_after(tool, params, run_id, tool_call_id, result, error, agent_id)
-            if planned is None:
-                return None
-            write, spec = planned
-            now = self._now()
-            with self._store.session_lock(session_key):
-                record, verdict = self._store.record_outcome(session_key, write, spec, now)
+            op = self._plan_after(
+                tool, params, session_key, run_id, tool_call_id, result, error, agent_id
+            )
+            written = None if op is None else self._drive(session_key, _one(op))
         except StoreError as exc:
             self._store_failed(session_key, tool, "after_call", exc)
             return None
         except Exception as exc:
             self._outcome_failed.log(tool, exc)
             return None
-        return self._finish_after(session_key, write.run_id, record, verdict)
+        return self._finish_after(session_key, written)
 
     async def aafter_call(
         self,
@@ -640,45 +679,33 @@ class LoopGuard:
         agent_id: object = None,
     ) -> ToolCallRecord | None:
         """Async twin of :meth:`after_call`."""
-        if not self._store.native_async:
-            return self.after_call(
-                tool_name,
-                params,
-                session_key=session_key,
-                run_id=run_id,
-                tool_call_id=tool_call_id,
-                result=result,
-                error=error,
-                agent_id=agent_id,
-            )
         tool = _safe_tool_name(tool_name)
-        if not _valid_session_key(session_key):
-            self._skip_no_session()
+        if not self._accepts(session_key):
             return None
         assert isinstance(session_key, str)
         try:
-            planned = self._plan_after(tool, params, run_id, tool_call_id, result, error, agent_id)
-            if planned is None:
-                return None
-            write, spec = planned
-            record, verdict = await self._store.arecord_outcome(
-                session_key, write, spec, self._now()
+            op = self._plan_after(
+                tool, params, session_key, run_id, tool_call_id, result, error, agent_id
             )
+            written = None if op is None else await self._adrive(session_key, _one(op))
         except StoreError as exc:
             self._store_failed(session_key, tool, "after_call", exc)
             return None
         except Exception as exc:
             self._outcome_failed.log(tool, exc)
             return None
-        return self._finish_after(session_key, write.run_id, record, verdict)
+        return self._finish_after(session_key, written)
 
     # --- compaction ------------------------------------------------------------------
 
-    def _guard_spec(self, agent_id: object) -> GuardSpec:
+    def _arm_op(self, session_key: str, run: str | None, agent_id: object) -> _StoreOp:
         _block, resolved = self.block_for(agent_id)
-        return GuardSpec(resolved.guard_window_size, resolved.guard_enabled)
+        spec = GuardSpec(resolved.guard_window_size, resolved.guard_enabled)
+        return _StoreOp("arm_guard", (session_key, run, spec, self._now()))
 
-    def _armed(self, session_key: str, run: str | None, actual: GuardSpec) -> None:
+    def _armed(self, session_key: str, run: str | None, actual: GuardSpec | None) -> None:
+        if actual is None:
+            return
         if actual.enabled:
             log_armed(actual.window_size)
         self._emit(
@@ -690,52 +717,42 @@ class LoopGuard:
             )
         )
 
+    def _arm_failed(self, session_key: str, exc: Exception) -> None:
+        if isinstance(exc, StoreError):
+            self._store_failed(session_key, "", "compaction_retry", exc)
+        else:
+            tools_logger.warning(
+                messages.LOG_COMPACTION_RETRY_FAILED.format(error=_error_text(exc))
+            )
+
     def compaction_retry(
         self, *, session_key: object, run_id: object = None, agent_id: object = None
     ) -> None:
         """Arm the run's post-compaction guard: call it on every retry after a compaction."""
-        if not _valid_session_key(session_key):
-            self._skip_no_session()
+        if not self._accepts(session_key):
             return
         assert isinstance(session_key, str)
         run = normalize_run_id(run_id)
+        actual: GuardSpec | None = None
         try:
-            spec = self._guard_spec(agent_id)
-            with self._store.session_lock(session_key):
-                actual = self._store.arm_guard(session_key, run, spec, self._now())
-        except StoreError as exc:
-            self._store_failed(session_key, "", "compaction_retry", exc)
-            return
+            actual = self._drive(session_key, _one(self._arm_op(session_key, run, agent_id)))
         except Exception as exc:
-            tools_logger.warning(
-                messages.LOG_COMPACTION_RETRY_FAILED.format(error=_error_text(exc))
-            )
-            return
+            self._arm_failed(session_key, exc)
         self._armed(session_key, run, actual)
 
     async def acompaction_retry(
         self, *, session_key: object, run_id: object = None, agent_id: object = None
     ) -> None:
         """Async twin of :meth:`compaction_retry`."""
-        if not self._store.native_async:
-            self.compaction_retry(session_key=session_key, run_id=run_id, agent_id=agent_id)
-            return
-        if not _valid_session_key(session_key):
-            self._skip_no_session()
+        if not self._accepts(session_key):
             return
         assert isinstance(session_key, str)
         run = normalize_run_id(run_id)
+        actual: GuardSpec | None = None
         try:
-            spec = self._guard_spec(agent_id)
-            actual = await self._store.aarm_guard(session_key, run, spec, self._now())
-        except StoreError as exc:
-            self._store_failed(session_key, "", "compaction_retry", exc)
-            return
+            actual = await self._adrive(session_key, _one(self._arm_op(session_key, run, agent_id)))
         except Exception as exc:
-            tools_logger.warning(
-                messages.LOG_COMPACTION_RETRY_FAILED.format(error=_error_text(exc))
-            )
-            return
+            self._arm_failed(session_key, exc)
         self._armed(session_key, run, actual)
 
     # --- accessors (SPEC §9.4): never touch or create a session -------------------------
