@@ -1,0 +1,71 @@
+"""Plain-text helpers for the CLI: safe writing, labels, fixed-width tables.
+
+Output is ANSI-free on purpose: it is pasted into issues, CI logs and READMEs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Final, TextIO
+
+#: Widest a run label gets in a table before its middle is elided.
+MAX_LABEL_WIDTH: Final = 56
+
+
+def safe_text(text: str) -> str:
+    """``text`` with lone surrogates (which JSON allows) spelled as ``\\udxxx`` escapes.
+
+    Transcripts may hold them in tool names; printing them raw raises on every stream.
+    """
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def write(stream: TextIO, text: str) -> None:
+    """Write ``text`` so that it cannot fail on an encoding the stream lacks."""
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    stream.write(text.encode(encoding, "backslashreplace").decode(encoding, "replace"))
+
+
+def elide(text: str, width: int = MAX_LABEL_WIDTH) -> str:
+    """Shorten ``text`` to ``width`` by cutting its middle: run names differ at both ends."""
+    if len(text) <= width:
+        return text
+    keep = width - 3
+    head = keep // 2
+    return text[:head] + "..." + text[len(text) - (keep - head) :]
+
+
+def run_label(path: str, label: str) -> str:
+    """How a run is named in reports: the file name, plus ``#run`` when the file has several."""
+    name = os.path.basename(path) or path
+    return safe_text(f"{name}#{label}" if label else name)
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[str]], *, right: frozenset[int]) -> str:
+    """A fixed-width text table.
+
+    Args:
+        header: the column titles.
+        rows: the cells, as text.
+        right: indexes of the columns to right-align (numbers).
+
+    Returns:
+        The table, one line per row, without a trailing newline.
+    """
+    widths = [len(title) for title in header]
+    for row in rows:
+        for index, cell in enumerate(row):
+            widths[index] = max(widths[index], len(cell))
+
+    def line(cells: Sequence[str]) -> str:
+        parts = [
+            cell.rjust(widths[i]) if i in right else cell.ljust(widths[i])
+            for i, cell in enumerate(cells)
+        ]
+        return "  ".join(parts).rstrip()
+
+    return "\n".join([line(header), *(line(row) for row in rows)])
+
+
+__all__ = ["MAX_LABEL_WIDTH", "elide", "run_label", "safe_text", "table", "write"]
