@@ -18,6 +18,7 @@ from loopwatch.fingerprint import hash_tool_call
 from loopwatch.history import SessionState, ToolCallRecord
 from loopwatch.jsstr import utf16_key
 from loopwatch.naming import normalize_run_id
+from loopwatch.normalizers import validate_normalizers
 
 logger = logging.getLogger("loopwatch.detection")
 
@@ -283,7 +284,9 @@ def detect_tool_call_loop(
 
     Raises:
         TypeError: the params cannot be serialised (SPEC §8.5).
+        ValueError: an unknown normaliser name.
     """
+    normalizers = validate_normalizers(normalizers)
     resolved = resolve_config(config)
     if not resolved.enabled:
         return NOT_STUCK

@@ -18,7 +18,7 @@ from loopwatch._undefined import UNDEFINED
 from loopwatch.fingerprint import digest, format_js_number, stable_stringify
 from loopwatch.jsstr import js_trim
 from loopwatch.messages import DENIED_REASON_TOOL_LOOP
-from loopwatch.normalizers import reduce_update_plan
+from loopwatch.normalizers import reduce_update_plan, validate_normalizers
 
 _WS_BODY: Final = (
     "\\t\\n\\x0b\\x0c\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff"
@@ -273,7 +273,9 @@ def hash_tool_outcome(
 
     Raises:
         TypeError: the result or error cannot be serialised (SPEC §8.5).
+        ValueError: an unknown normaliser name.
     """
+    normalizers = validate_normalizers(normalizers)
     if error is not UNDEFINED:
         text = error_text(error)
         return OutcomeHash(_ERROR_PREFIX + digest(text), extract_unknown_tool_name(text))

@@ -25,6 +25,10 @@ _Kind = Literal["none", "allowed", "malformed", "incomplete", "unknown"]
 def _resolve_threshold(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         return _DEFAULT_THRESHOLD
+    if isinstance(value, numbers.Integral):
+        # Exact for any size (a float would overflow or round huge integers).
+        whole = int(value)
+        return whole if whole > 0 else _DEFAULT_THRESHOLD
     number = float(value)
     if math.isnan(number) or math.isinf(number) or number <= 0:
         return _DEFAULT_THRESHOLD
