@@ -10,6 +10,7 @@ Everything public is importable from here; the submodules are implementation det
 """
 
 import logging as _logging
+from typing import TYPE_CHECKING
 
 from loopwatch._undefined import UNDEFINED
 from loopwatch.compaction import (
@@ -50,6 +51,10 @@ from loopwatch.outcomes import OutcomeHash, hash_tool_outcome
 from loopwatch.stores import MemoryStore, Store, StoreError
 from loopwatch.streamguard import UnknownToolStreamGuard
 
+if TYPE_CHECKING:
+    from loopwatch.stores.redis import RedisStore
+    from loopwatch.stores.url import store_from_url
+
 __version__ = "0.1.0"
 
 # A library never configures logging; without a handler of the host's, lines are dropped
@@ -76,6 +81,7 @@ __all__ = [
     "PostCompactionGuard",
     "PostCompactionGuardConfig",
     "PostCompactionLoopPersistedError",
+    "RedisStore",
     "ResolvedConfig",
     "SessionState",
     "Store",
@@ -94,4 +100,14 @@ __all__ = [
     "record_tool_call_outcome",
     "resolve_config",
     "stable_stringify",
+    "store_from_url",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # Lazy: ``import loopwatch`` never imports redis; the names resolve on first use.
+    if name in ("RedisStore", "store_from_url"):
+        from loopwatch import stores
+
+        return getattr(stores, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

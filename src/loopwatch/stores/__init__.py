@@ -2,7 +2,34 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from loopwatch.stores.base import GuardSpec, OutcomeWrite, Store, StoreError
 from loopwatch.stores.memory import MemoryStore
 
-__all__ = ["GuardSpec", "MemoryStore", "OutcomeWrite", "Store", "StoreError"]
+if TYPE_CHECKING:
+    from loopwatch.stores.redis import RedisStore
+    from loopwatch.stores.url import store_from_url
+
+__all__ = [
+    "GuardSpec",
+    "MemoryStore",
+    "OutcomeWrite",
+    "RedisStore",
+    "Store",
+    "StoreError",
+    "store_from_url",
+]
+
+
+def __getattr__(name: str) -> object:
+    # Lazy exports: ``import loopwatch`` must not import redis (nor read the Lua scripts).
+    if name == "RedisStore":
+        from loopwatch.stores.redis import RedisStore
+
+        return RedisStore
+    if name == "store_from_url":
+        from loopwatch.stores.url import store_from_url
+
+        return store_from_url
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,79 @@
+-- loopwatch Redis store, hash scheme v1: the prelude shared by every script.
+--
+-- KEYS (one session, one cluster slot thanks to the {hash tag}):
+--   KEYS[1] h  list   the history, oldest first, one record per element
+--   KEYS[2] s  hash   session meta: t (last touch, LoopGuard clock), n (record nonce
+--                     counter), bo (bucket order counter), and per run token R the
+--                     post-compaction guard: gw:R window size, ge:R enabled (1/0),
+--                     gr:R remaining, gx:R window entries, gv:R last verdict
+--   KEYS[3] b  hash   warning buckets: key token -> last emitted bucket
+--   KEYS[4] o  zset   warning key insertion order (score = bo at first insert)
+-- ARGV[1] now (seconds, the LoopGuard clock), ARGV[2] idle TTL in seconds ("" = none),
+-- ARGV[3] idle TTL in milliseconds for PEXPIRE ("" = none); the rest is per script.
+--
+-- A record is eight fields joined by \31 (records in a reply are joined by \30): nonce, run, tool, args hash, tool call id,
+-- result hash, unknown tool name, timestamp (ms). Every field but the nonce and the
+-- timestamp is a JSON token made by Python with ensure_ascii (null or a quoted string),
+-- so fields never contain \31 and equal values have equal tokens: matching is plain
+-- string comparison. Only digests are stored, never raw arguments or results.
+
+local H, S, B, O = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local NOW_RAW = ARGV[1]
+local NOW = tonumber(ARGV[1])
+local TTL_S = tonumber(ARGV[2])
+local TTL_MS = ARGV[3]
+local SEP = "\31"
+local RS = "\30"
+local F_NONCE, F_RUN, F_TOOL, F_ARGS, F_CALL, F_RESULT, F_UNKNOWN, F_TS = 1, 2, 3, 4, 5, 6, 7, 8
+
+local function split(text, sep)
+  local fields, start = {}, 1
+  while true do
+    local i = string.find(text, sep, start, true)
+    if not i then
+      fields[#fields + 1] = string.sub(text, start)
+      return fields
+    end
+    fields[#fields + 1] = string.sub(text, start, i - 1)
+    start = i + 1
+  end
+end
+
+-- The n-th field of a record without splitting all of it (run filtering is hot).
+local function field(record, n)
+  local start = 1
+  for _ = 2, n do
+    start = string.find(record, SEP, start, true) + 1
+  end
+  local stop = string.find(record, SEP, start, true)
+  return string.sub(record, start, (stop or 0) - 1)
+end
+
+-- Idle expiry on the LoopGuard clock, as MemoryStore does it; PEXPIRE only reclaims memory.
+local function expired()
+  if not TTL_S then
+    return false
+  end
+  local touched = redis.call("HGET", S, "t")
+  return touched and (NOW - tonumber(touched) > TTL_S) or false
+end
+
+-- Called first by every operation that touches the session: an expired session is
+-- dropped whole (history, buckets and guards together), then marked as touched now.
+local function touch()
+  if expired() then
+    redis.call("DEL", H, S, B, O)
+  end
+  redis.call("HSET", S, "t", NOW_RAW)
+end
+
+-- Called last by every touching operation: the idle timer restarts on all four keys.
+local function refresh()
+  if TTL_MS ~= "" then
+    redis.call("PEXPIRE", H, TTL_MS)
+    redis.call("PEXPIRE", S, TTL_MS)
+    redis.call("PEXPIRE", B, TTL_MS)
+    redis.call("PEXPIRE", O, TTL_MS)
+  end
+end
+

@@ -1,0 +1,23 @@
+-- cancel_call: remove the pending record a blocked before_call appended.
+-- ARGV[4] its nonce ("" when unknown), ARGV[5] its fields after the nonce (the fallback
+-- match, newest first, pending records only).
+touch()
+local history = redis.call("LRANGE", H, 0, -1)
+for i = #history, 1, -1 do
+  local record = history[i]
+  local cut = string.find(record, SEP, 1, true)
+  local hit
+  if ARGV[4] ~= "" then
+    hit = string.sub(record, 1, cut - 1) == ARGV[4]
+  else
+    hit = string.sub(record, cut + 1) == ARGV[5]
+  end
+  if hit then
+    -- Records start with a digit, so this tombstone matches nothing else.
+    redis.call("LSET", H, i - 1, "x")
+    redis.call("LREM", H, 1, "x")
+    break
+  end
+end
+refresh()
+return 1

@@ -1,0 +1,744 @@
+"""The Redis store: one consistent history per session across many worker processes.
+
+Every operation of :class:`~loopwatch.stores.base.Store` is one Lua script run with
+``EVALSHA`` (one round trip; ``EVAL`` once more when the server lost the script, after a
+restart or on a new cluster node). A script reads, appends or updates, trims, refreshes
+the idle expiry and returns what detection needs, atomically on the server, so workers
+that share a session see one linearisable history and lose no record. Detection itself
+stays in Python, in the pure core shared with the memory store.
+
+Layout (hash scheme ``v1``, see ``_common.lua``): four keys per session,
+``<prefix>:v1:{<session>}:h|s|b|o``. The hash tag puts them in one cluster slot, so the
+scripts work on Redis Cluster too. Records hold digests only, never raw arguments or
+results.
+
+The module imports neither ``redis`` nor ``valkey``: a store built around an existing
+client needs only that client; :meth:`RedisStore.from_url` imports ``redis`` lazily.
+
+Sync and async twins share all logic in a sans-I/O style: each operation is described by
+an :class:`_Op` (script, keys, arguments, reply parser); only the call that sends it
+differs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import inspect
+import json
+import math
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any, Final, Generic, TypeVar
+
+from loopwatch import messages
+from loopwatch.compaction import COMPACTION_LOOP_PERSISTED, GuardSnapshot, GuardVerdict
+from loopwatch.history import ToolCallRecord
+from loopwatch.stores._protocols import AsyncRedisClient, RedisClient
+from loopwatch.stores.base import GuardSpec, OutcomeWrite, Store, StoreError
+from loopwatch.stores.memory import MAX_WARNING_KEYS
+
+T = TypeVar("T")
+
+#: Version of the key and record layout; bump it when either changes, so old and new
+#: workers never read each other's data by mistake.
+HASH_SCHEME: Final = "v1"
+DEFAULT_PREFIX: Final = "loopwatch"
+DEFAULT_IDLE_TTL_S: Final = 1800.0
+#: Socket (and connect) timeout of the clients built by :meth:`RedisStore.from_url`: a
+#: slow store must not stall the agent; past it the failure policy applies.
+DEFAULT_SOCKET_TIMEOUT_S: Final = 0.25
+
+_SEP: Final = "\x1f"
+_RS: Final = "\x1e"
+_NO_GUARD: Final = GuardSnapshot(armed=False, remaining_attempts=0)
+#: Remembered nonces of records appended by ``begin_call`` (for ``cancel_call``); a
+#: cancel follows its begin within one ``before_call``, so a small bound is plenty.
+_MAX_PENDING_NONCES: Final = 4096
+_SCRIPT_NAMES: Final = (
+    "begin_call",
+    "cancel_call",
+    "update_warning_bucket",
+    "record_outcome",
+    "arm_guard",
+    "read_state",
+)
+
+
+# --- scripts ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Script:
+    name: str
+    source: str
+    sha: str
+
+
+@lru_cache(maxsize=1)
+def _scripts() -> dict[str, _Script]:
+    """Load the Lua scripts shipped as package data, each prefixed by the shared prelude."""
+    folder = resources.files("loopwatch.stores")
+    prelude = folder.joinpath("_common.lua").read_text(encoding="utf-8")
+    scripts: dict[str, _Script] = {}
+    for name in _SCRIPT_NAMES:
+        source = prelude + folder.joinpath(f"{name}.lua").read_text(encoding="utf-8")
+        sha = hashlib.sha1(source.encode("utf-8")).hexdigest()
+        scripts[name] = _Script(name, source, sha)
+    return scripts
+
+
+def _is_noscript(exc: BaseException) -> bool:
+    """The server does not know the script (redis-py and valkey spell it the same)."""
+    return type(exc).__name__ == "NoScriptError" or str(exc).startswith("NOSCRIPT")
+
+
+# --- encoding ----------------------------------------------------------------------------
+
+
+def _token(value: str | None) -> str:
+    """A JSON token of a text field: ASCII only, so it is safe in any Redis string.
+
+    Lone surrogates and control characters are escaped, so every Python ``str`` the
+    guard may produce (tool names, run ids, warning keys) round-trips exactly.
+    """
+    if value is None:
+        return "null"
+    if value.isascii() and value.isprintable() and '"' not in value and "\\" not in value:
+        return f'"{value}"'
+    return json.dumps(value)
+
+
+def _untoken(token: str) -> str | None:
+    if token == "null":
+        return None
+    if "\\" not in token:
+        return token[1:-1]
+    value = json.loads(token)
+    if not isinstance(value, str):
+        raise ValueError(f"not a text token: {token!r}")
+    return value
+
+
+def _text(raw: object) -> str:
+    """Replies are bytes, or str when the client decodes responses."""
+    if isinstance(raw, bytes):
+        return raw.decode("utf-8")
+    if isinstance(raw, str):
+        return raw
+    raise ValueError(f"expected a string reply, got {type(raw).__name__}")
+
+
+def _body(record: ToolCallRecord) -> str:
+    """A record's stored fields after the nonce (the nonce is assigned by the server)."""
+    return _SEP.join(
+        (
+            _token(record.run_id),
+            _token(record.tool_name),
+            _token(record.args_hash),
+            _token(record.tool_call_id),
+            _token(record.result_hash),
+            _token(record.unknown_tool_name),
+            str(int(record.timestamp)),
+        )
+    )
+
+
+@lru_cache(maxsize=8192)
+def _decode_record(raw: str) -> ToolCallRecord:
+    """Decode one stored record; cached, since each call reads the same records again."""
+    _nonce, run, tool, args, call, result, unknown, timestamp = raw.split(_SEP)
+    tool_name = _untoken(tool)
+    args_hash = _untoken(args)
+    if tool_name is None or args_hash is None:
+        raise ValueError(f"malformed record: {raw!r}")
+    return ToolCallRecord(
+        tool_name=tool_name,
+        args_hash=args_hash,
+        tool_call_id=_untoken(call),
+        run_id=_untoken(run),
+        result_hash=_untoken(result),
+        unknown_tool_name=_untoken(unknown),
+        timestamp=int(timestamp),
+    )
+
+
+def _records(raw: object) -> list[ToolCallRecord]:
+    """Records joined by RS in one reply string (much cheaper to parse than an array)."""
+    text = _text(raw)
+    return [_decode_record(item) for item in text.split(_RS)] if text else []
+
+
+def _int(raw: object) -> int:
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        return raw
+    return int(_text(raw))
+
+
+def _seq(raw: object) -> list[Any]:
+    if not isinstance(raw, list):
+        raise ValueError(f"expected an array reply, got {type(raw).__name__}")
+    return raw
+
+
+@lru_cache(maxsize=4096)
+def _session_keys(prefix: str, session_key: str) -> tuple[bytes, ...]:
+    """The four keys of a session (``<prefix>:v1:{<session>}:h|s|b|o``).
+
+    The session key goes into the hash tag verbatim except ``%``, ``{`` and ``}``, which
+    are percent-escaped: a brace in a session key would otherwise move the tag and split
+    the session over cluster slots. Keys are bytes (``surrogatepass``), so any ``str``
+    works.
+    """
+    tag = (
+        session_key.encode("utf-8", "surrogatepass")
+        .replace(b"%", b"%25")
+        .replace(b"{", b"%7B")
+        .replace(b"}", b"%7D")
+    )
+    base = f"{prefix}:{HASH_SCHEME}:".encode() + b"{" + tag + b"}:"
+    return (base + b"h", base + b"s", base + b"b", base + b"o")
+
+
+def _verdict(
+    abort: int, armed: int, remaining: int, count: int, tool: str | None, window_size: int
+) -> GuardVerdict:
+    """Rebuild a guard verdict; abort verdicts get their detector and message here."""
+    if not abort:
+        return GuardVerdict(should_abort=False, armed=bool(armed), remaining_attempts=remaining)
+    tool_name = tool or ""
+    return GuardVerdict(
+        should_abort=True,
+        armed=bool(armed),
+        remaining_attempts=remaining,
+        detector=COMPACTION_LOOP_PERSISTED,
+        count=count,
+        tool_name=tool_name,
+        message=messages.COMPACTION_LOOP_PERSISTED.format(
+            tool=tool_name, count=count, window_size=window_size
+        ),
+    )
+
+
+# --- operations (sans I/O) ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Op(Generic[T]):
+    """One store operation: a script, its keys and arguments, and the reply's parser."""
+
+    script: _Script
+    keys: tuple[bytes, ...]
+    args: tuple[str, ...]
+    parse: Callable[[Any], T]
+
+
+class RedisStore(Store):
+    """Session state in Redis (7+), Valkey or Redis Cluster, shared by every worker.
+
+    Give it a client you built (``redis.Redis``, ``redis.cluster.RedisCluster``,
+    ``valkey.Valkey``…) or use :meth:`from_url` / ``store_from_url("redis://…")``. With an
+    asyncio client (``async_client=``) the guard's async twins do real asynchronous I/O;
+    both clients may be given, so one store serves sync and async callers.
+
+    Clients you pass in keep their own settings: give them a short ``socket_timeout``
+    and no retries of writes (a retried script may append a record twice). Every client
+    error, timeout or unexpected reply raises :class:`StoreError`, and ``LoopGuard``
+    applies :attr:`fail_open`. Nothing needs resetting when Redis comes back: the next
+    call reconnects, and a lost script is sent again.
+
+    Each operation is atomic on the server, so :meth:`session_lock` is a no-op and any
+    number of threads, tasks and processes may share a session. One limit, on a rare
+    path: a blocked call's pending record is removed by a second round trip
+    (``cancel_call``), and a call of the same session from another worker that lands in
+    between sees that record (one extra pending record, for that one call). There is no
+    ``max_sessions``: memory is bounded by the idle expiry and Redis's own policy.
+
+    Args:
+        client: a blocking client (anything with ``evalsha`` and ``eval``).
+        async_client: an asyncio client with the same two methods.
+        prefix: the first part of every key; must not contain ``{`` or ``}``.
+        idle_ttl_s: forget a session untouched for longer than this many seconds of the
+            ``LoopGuard`` clock (``None``: never); the keys also get a Redis expiry of
+            that length, refreshed by every touching operation.
+        fail_open: allow calls when Redis fails (default) or block them (``False``).
+
+    Raises:
+        ValueError: no client, or a bad prefix or TTL.
+        TypeError: an asyncio client passed as ``client``.
+    """
+
+    def __init__(
+        self,
+        client: RedisClient | None = None,
+        *,
+        async_client: AsyncRedisClient | None = None,
+        prefix: str = DEFAULT_PREFIX,
+        idle_ttl_s: float | None = DEFAULT_IDLE_TTL_S,
+        fail_open: bool = True,
+    ) -> None:
+        if client is None and async_client is None:
+            raise ValueError("RedisStore needs a client, an async_client, or both")
+        if client is not None and _looks_async(client):
+            raise TypeError(
+                f"{type(client).__module__}.{type(client).__name__} is an asyncio client: "
+                "pass it as async_client="
+            )
+        if not isinstance(prefix, str) or not prefix or "{" in prefix or "}" in prefix:
+            raise ValueError("prefix must be a non-empty string without '{' or '}'")
+        if idle_ttl_s is not None and (
+            isinstance(idle_ttl_s, bool)
+            or not isinstance(idle_ttl_s, (int, float))
+            or not 0 < idle_ttl_s < math.inf
+        ):
+            raise ValueError("idle_ttl_s must be a positive number of seconds or None")
+        self._client = client
+        self._async_client = async_client
+        self.prefix = prefix
+        self.idle_ttl_s = None if idle_ttl_s is None else float(idle_ttl_s)
+        self.fail_open = bool(fail_open)
+        self.native_async = async_client is not None
+        self._owns_clients = False
+        self._scripts = _scripts()
+        if self.idle_ttl_s is None:
+            self._ttl_args = ("", "")
+        else:
+            ttl_ms = max(1, math.ceil(self.idle_ttl_s * 1000))
+            self._ttl_args = (repr(self.idle_ttl_s), str(ttl_ms))
+        self._nonces: OrderedDict[int, tuple[ToolCallRecord, str]] = OrderedDict()
+        self._nonce_lock = threading.Lock()
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        *,
+        socket_timeout: float = DEFAULT_SOCKET_TIMEOUT_S,
+        socket_connect_timeout: float | None = None,
+        use_asyncio: bool = False,
+        cluster: bool = False,
+        prefix: str = DEFAULT_PREFIX,
+        idle_ttl_s: float | None = DEFAULT_IDLE_TTL_S,
+        fail_open: bool = True,
+        **client_options: Any,
+    ) -> RedisStore:
+        """Build a store and its redis-py client(s) from a URL.
+
+        Accepted: ``redis://[[user]:password@]host[:port][/db]``, ``rediss://`` (TLS) and
+        ``redis+unix:///path/to.sock[?db=N]``. The clients retry nothing (a retried
+        script could append a record twice) and time out after ``socket_timeout``.
+
+        Args:
+            url: where Redis is.
+            socket_timeout: seconds to wait for a reply before failing the call.
+            socket_connect_timeout: seconds to wait for a connection (default: the same).
+            use_asyncio: also build a ``redis.asyncio`` client, for the async twins.
+            cluster: the URL names a node of a Redis Cluster (``redis.cluster``).
+            prefix: see the class.
+            idle_ttl_s: see the class.
+            fail_open: see the class.
+            **client_options: passed to the redis-py client constructor.
+
+        Every client connects lazily, except the blocking cluster client, which asks the
+        node for the slot map at construction (redis-py's choice): an unreachable cluster
+        raises redis-py's error here rather than failing open later.
+
+        Raises:
+            ValueError: a malformed URL, an unknown scheme or a bad option value.
+            TypeError: an option the redis-py client does not take.
+            ImportError: the ``redis`` package is missing (``pip install loopwatch[redis]``).
+        """
+        from loopwatch.stores.url import parse_redis_url
+
+        target = parse_redis_url(url)
+        for name, value in (
+            ("socket_timeout", socket_timeout),
+            ("socket_connect_timeout", socket_connect_timeout),
+        ):
+            if value is not None and (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not 0 < value < math.inf
+            ):
+                raise ValueError(f"{name} must be a positive number of seconds")
+        if cluster and target.unix:
+            raise ValueError("a Redis Cluster is reached over TCP, not a unix socket")
+        if not isinstance(use_asyncio, bool) or not isinstance(cluster, bool):
+            raise TypeError("use_asyncio and cluster must be bools")
+        try:
+            import redis
+            import redis.asyncio
+            import redis.asyncio.cluster
+            import redis.cluster
+            from redis.asyncio.retry import Retry as AsyncRetry
+            from redis.backoff import NoBackoff
+            from redis.retry import Retry
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise ImportError(
+                "RedisStore.from_url needs the 'redis' package: pip install 'loopwatch[redis]'"
+            ) from exc
+
+        timeouts: dict[str, Any] = {
+            "socket_timeout": float(socket_timeout),
+            "socket_connect_timeout": float(
+                socket_timeout if socket_connect_timeout is None else socket_connect_timeout
+            ),
+        }
+        client_class = redis.cluster.RedisCluster if cluster else redis.Redis
+        _check_client_options(client_class, client_options)
+        # No retries by default: a script retried after a dropped connection may already
+        # have run, and would append its record twice. A stale pooled connection is
+        # replaced before sending anyway, so recovery after a restart needs no retry.
+        sync_options = {**timeouts, "retry": Retry(NoBackoff(), 0), **client_options}
+        async_options = {**timeouts, "retry": AsyncRetry(NoBackoff(), 0), **client_options}
+        client: Any
+        async_client: Any = None
+        if cluster:
+            client = redis.cluster.RedisCluster.from_url(target.url, **sync_options)
+            if use_asyncio:
+                async_client = redis.asyncio.cluster.RedisCluster.from_url(
+                    target.url, **async_options
+                )
+        else:
+            client = redis.Redis.from_url(target.url, **sync_options)
+            if use_asyncio:
+                async_client = redis.asyncio.Redis.from_url(target.url, **async_options)
+        store = cls(
+            client,
+            async_client=async_client,
+            prefix=prefix,
+            idle_ttl_s=idle_ttl_s,
+            fail_open=fail_open,
+        )
+        store._owns_clients = True
+        return store
+
+    def __repr__(self) -> str:
+        return (
+            f"RedisStore(prefix={self.prefix!r}, idle_ttl_s={self.idle_ttl_s!r}, "
+            f"fail_open={self.fail_open!r}, native_async={self.native_async!r})"
+        )
+
+    # --- plumbing ----------------------------------------------------------------------
+
+    def session_lock(self, session_key: str) -> AbstractContextManager[object]:
+        """No lock: every operation is one atomic script on the server."""
+        return contextlib.nullcontext()
+
+    def keys(self, session_key: str) -> tuple[bytes, ...]:
+        """The session's Redis keys (history, meta, buckets, bucket order), for operators."""
+        return _session_keys(self.prefix, session_key)
+
+    def _op(
+        self,
+        name: str,
+        session_key: str,
+        now: float,
+        args: tuple[str, ...],
+        parse: Callable[[Any], T],
+    ) -> _Op[T]:
+        return _Op(
+            self._scripts[name],
+            _session_keys(self.prefix, session_key),
+            (repr(float(now)), *self._ttl_args, *args),
+            parse,
+        )
+
+    def _run(self, op: _Op[T]) -> T:
+        client = self._client
+        if client is None:
+            raise RuntimeError(
+                "this RedisStore has only an asyncio client: use the async methods "
+                "(LoopGuard.abefore_call, ...) or give it a blocking client too"
+            )
+        script, numkeys = op.script, len(op.keys)
+        try:
+            try:
+                reply = client.evalsha(script.sha, numkeys, *op.keys, *op.args)
+            except Exception as exc:
+                if not _is_noscript(exc):
+                    raise
+                reply = client.eval(script.source, numkeys, *op.keys, *op.args)
+        except Exception as exc:
+            raise StoreError(f"redis {script.name} failed: {type(exc).__name__}: {exc}") from exc
+        return _parse(op, reply)
+
+    async def _arun(self, op: _Op[T]) -> T:
+        client = self._async_client
+        if client is None:
+            return self._run(op)
+        script, numkeys = op.script, len(op.keys)
+        try:
+            try:
+                reply = await _resolve(client.evalsha(script.sha, numkeys, *op.keys, *op.args))
+            except Exception as exc:
+                if not _is_noscript(exc):
+                    raise
+                reply = await _resolve(client.eval(script.source, numkeys, *op.keys, *op.args))
+        except Exception as exc:
+            raise StoreError(f"redis {script.name} failed: {type(exc).__name__}: {exc}") from exc
+        return _parse(op, reply)
+
+    def _remember_nonce(self, pending: ToolCallRecord, nonce: str) -> None:
+        with self._nonce_lock:
+            self._nonces[id(pending)] = (pending, nonce)
+            if len(self._nonces) > _MAX_PENDING_NONCES:
+                self._nonces.popitem(last=False)
+
+    def _forget_nonce(self, pending: ToolCallRecord) -> str:
+        with self._nonce_lock:
+            entry = self._nonces.pop(id(pending), None)
+        # The object is kept in the map, so its id cannot have been reused meanwhile.
+        return entry[1] if entry is not None and entry[0] is pending else ""
+
+    # --- operation builders ------------------------------------------------------------
+
+    def _begin_op(
+        self,
+        session_key: str,
+        run_id: str | None,
+        pending: ToolCallRecord | None,
+        history_size: int,
+        now: float,
+    ) -> _Op[Sequence[ToolCallRecord]]:
+        def parse(reply: Any) -> Sequence[ToolCallRecord]:
+            nonce, records = _seq(reply)
+            if pending is not None:
+                self._remember_nonce(pending, _text(nonce))
+            return _records(records)
+
+        body = "" if pending is None else _body(pending)
+        args = (_token(run_id), body, str(int(history_size)))
+        return self._op("begin_call", session_key, now, args, parse)
+
+    def _cancel_op(self, session_key: str, pending: ToolCallRecord, now: float) -> _Op[None]:
+        nonce = self._forget_nonce(pending)
+        args = (nonce, _body(pending))
+        return self._op("cancel_call", session_key, now, args, lambda _reply: None)
+
+    def _bucket_op(self, session_key: str, key: str, bucket: int, now: float) -> _Op[bool]:
+        args = (_token(key), str(int(bucket)), str(MAX_WARNING_KEYS))
+        return self._op("update_warning_bucket", session_key, now, args, lambda r: _int(r) == 1)
+
+    def _outcome_op(
+        self, session_key: str, write: OutcomeWrite, guard: GuardSpec, now: float
+    ) -> _Op[tuple[ToolCallRecord, GuardVerdict]]:
+        def parse(reply: Any) -> tuple[ToolCallRecord, GuardVerdict]:
+            raw, abort, armed, remaining, count, size = _seq(reply)
+            record = _decode_record(_text(raw))
+            verdict = _verdict(
+                _int(abort), _int(armed), _int(remaining), _int(count), record.tool_name, _int(size)
+            )
+            return record, verdict
+
+        call_token = _token(write.tool_call_id)
+        args = (
+            _token(write.run_id),
+            _token(write.tool_name),
+            _token(write.args_hash),
+            call_token if write.tool_call_id else "",
+            _token(write.outcome.result_hash),
+            _token(write.outcome.unknown_tool_name),
+            call_token,
+            str(int(write.timestamp)),
+            str(int(write.history_size)),
+            str(int(guard.window_size)),
+            "1" if guard.enabled else "0",
+        )
+        return self._op("record_outcome", session_key, now, args, parse)
+
+    def _arm_op(
+        self, session_key: str, run_id: str | None, guard: GuardSpec, now: float
+    ) -> _Op[GuardSpec]:
+        def parse(reply: Any) -> GuardSpec:
+            size, enabled = _seq(reply)
+            return GuardSpec(window_size=_int(size), enabled=_int(enabled) == 1)
+
+        args = (_token(run_id), str(int(guard.window_size)), "1" if guard.enabled else "0")
+        return self._op("arm_guard", session_key, now, args, parse)
+
+    def _history_op(self, session_key: str, now: float) -> _Op[tuple[ToolCallRecord, ...]]:
+        return self._op("read_state", session_key, now, ("history",), lambda r: tuple(_records(r)))
+
+    def _guard_read_op(
+        self, session_key: str, run_id: str | None, now: float
+    ) -> _Op[tuple[GuardSnapshot, GuardVerdict | None]]:
+        def parse(reply: Any) -> tuple[GuardSnapshot, GuardVerdict | None]:
+            items = _seq(reply)
+            if not items or items[0] is None:
+                return _NO_GUARD, None
+            size, remaining, last = items
+            rem = _int(remaining)
+            snapshot = GuardSnapshot(armed=rem > 0, remaining_attempts=rem)
+            if last is None:
+                return snapshot, None
+            abort, armed, left, count, tool = _text(last).split(",", 4)
+            verdict = _verdict(
+                int(abort), int(armed), int(left), int(count), _untoken(tool), _int(size)
+            )
+            return snapshot, verdict
+
+        args = ("guard", _token(run_id))
+        return self._op("read_state", session_key, now, args, parse)
+
+    def _buckets_op(self, session_key: str, now: float) -> _Op[dict[str, int]]:
+        def parse(reply: Any) -> dict[str, int]:
+            items = _seq(reply)
+            buckets: dict[str, int] = {}
+            for index in range(0, len(items), 2):
+                key = _untoken(_text(items[index]))
+                if key is not None:
+                    buckets[key] = _int(items[index + 1])
+            return buckets
+
+        return self._op("read_state", session_key, now, ("buckets",), parse)
+
+    # --- the Store interface -------------------------------------------------------------
+
+    def begin_call(
+        self,
+        session_key: str,
+        run_id: str | None,
+        pending: ToolCallRecord | None,
+        history_size: int,
+        now: float,
+    ) -> Sequence[ToolCallRecord]:
+        return self._run(self._begin_op(session_key, run_id, pending, history_size, now))
+
+    def cancel_call(self, session_key: str, pending: ToolCallRecord, now: float) -> None:
+        self._run(self._cancel_op(session_key, pending, now))
+
+    def update_warning_bucket(self, session_key: str, key: str, bucket: int, now: float) -> bool:
+        return self._run(self._bucket_op(session_key, key, bucket, now))
+
+    def record_outcome(
+        self, session_key: str, write: OutcomeWrite, guard: GuardSpec, now: float
+    ) -> tuple[ToolCallRecord, GuardVerdict]:
+        return self._run(self._outcome_op(session_key, write, guard, now))
+
+    def arm_guard(
+        self, session_key: str, run_id: str | None, guard: GuardSpec, now: float
+    ) -> GuardSpec:
+        return self._run(self._arm_op(session_key, run_id, guard, now))
+
+    def history(self, session_key: str, now: float) -> tuple[ToolCallRecord, ...]:
+        return self._run(self._history_op(session_key, now))
+
+    def guard_snapshot(self, session_key: str, run_id: str | None, now: float) -> GuardSnapshot:
+        return self._run(self._guard_read_op(session_key, run_id, now))[0]
+
+    def last_guard_verdict(
+        self, session_key: str, run_id: str | None, now: float
+    ) -> GuardVerdict | None:
+        return self._run(self._guard_read_op(session_key, run_id, now))[1]
+
+    def warning_buckets(self, session_key: str, now: float) -> dict[str, int]:
+        """The session's warning buckets in insertion order (for tests and diagnostics)."""
+        return self._run(self._buckets_op(session_key, now))
+
+    def close(self) -> None:
+        """Close the clients this store built (from a URL); clients passed in stay open."""
+        if self._owns_clients and self._client is not None:
+            close = getattr(self._client, "close", None)
+            if callable(close):
+                close()
+
+    # --- async twins ---------------------------------------------------------------------
+
+    async def abegin_call(
+        self,
+        session_key: str,
+        run_id: str | None,
+        pending: ToolCallRecord | None,
+        history_size: int,
+        now: float,
+    ) -> Sequence[ToolCallRecord]:
+        return await self._arun(self._begin_op(session_key, run_id, pending, history_size, now))
+
+    async def acancel_call(self, session_key: str, pending: ToolCallRecord, now: float) -> None:
+        await self._arun(self._cancel_op(session_key, pending, now))
+
+    async def aupdate_warning_bucket(
+        self, session_key: str, key: str, bucket: int, now: float
+    ) -> bool:
+        return await self._arun(self._bucket_op(session_key, key, bucket, now))
+
+    async def arecord_outcome(
+        self, session_key: str, write: OutcomeWrite, guard: GuardSpec, now: float
+    ) -> tuple[ToolCallRecord, GuardVerdict]:
+        return await self._arun(self._outcome_op(session_key, write, guard, now))
+
+    async def aarm_guard(
+        self, session_key: str, run_id: str | None, guard: GuardSpec, now: float
+    ) -> GuardSpec:
+        return await self._arun(self._arm_op(session_key, run_id, guard, now))
+
+    async def ahistory(self, session_key: str, now: float) -> tuple[ToolCallRecord, ...]:
+        return await self._arun(self._history_op(session_key, now))
+
+    async def aguard_snapshot(
+        self, session_key: str, run_id: str | None, now: float
+    ) -> GuardSnapshot:
+        return (await self._arun(self._guard_read_op(session_key, run_id, now)))[0]
+
+    async def alast_guard_verdict(
+        self, session_key: str, run_id: str | None, now: float
+    ) -> GuardVerdict | None:
+        return (await self._arun(self._guard_read_op(session_key, run_id, now)))[1]
+
+    async def awarning_buckets(self, session_key: str, now: float) -> dict[str, int]:
+        """Async twin of :meth:`warning_buckets`."""
+        return await self._arun(self._buckets_op(session_key, now))
+
+    async def aclose(self) -> None:
+        """Close the clients this store built (from a URL); clients passed in stay open."""
+        self.close()
+        if self._owns_clients and self._async_client is not None:
+            close = getattr(self._async_client, "aclose", None) or getattr(
+                self._async_client, "close", None
+            )
+            if callable(close):
+                result = close()
+                if inspect.isawaitable(result):
+                    await result
+
+
+def _parse(op: _Op[T], reply: Any) -> T:
+    try:
+        return op.parse(reply)
+    except StoreError:
+        raise
+    except Exception as exc:
+        raise StoreError(
+            f"redis {op.script.name} returned an unexpected reply: {type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def _check_client_options(client_class: type, options: dict[str, Any]) -> None:
+    """Reject unknown client options now: redis-py would only fail on the first connect."""
+    parameters = inspect.signature(client_class).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return  # the cluster client passes extra options on to its node clients
+    unknown = sorted(set(options) - set(parameters) - {"self"})
+    if unknown:
+        raise TypeError(f"unknown option(s) for {client_class.__name__}: {', '.join(unknown)}")
+
+
+async def _resolve(reply: Any) -> Any:
+    """Await an asyncio client's reply; a blocking client's reply is already there."""
+    return await reply if inspect.isawaitable(reply) else reply
+
+
+def _looks_async(client: object) -> bool:
+    """An asyncio redis-py/valkey client (their command methods are not coroutine
+    functions, so the module is the reliable tell)."""
+    module = type(client).__module__
+    return ".asyncio" in module or module.endswith("asyncio")
+
+
+__all__ = ["DEFAULT_SOCKET_TIMEOUT_S", "HASH_SCHEME", "RedisStore"]

@@ -1,0 +1,125 @@
+"""Choose a store by URL, as the ``limits`` library does: ``store_from_url("redis://…")``.
+
+A misconfigured URL fails here, at construction, with a message that names the problem;
+never later, inside a tool call, where the failure policy would quietly allow everything.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Final
+from urllib.parse import parse_qs, urlsplit
+
+from loopwatch.stores.base import Store
+
+#: The schemes :func:`store_from_url` understands.
+SCHEMES: Final = ("memory", "redis", "rediss", "redis+unix")
+
+_DB: Final = re.compile(r"^[0-9]+$")
+
+
+@dataclass(frozen=True, slots=True)
+class RedisTarget:
+    """A validated Redis URL, in the form redis-py's ``from_url`` reads."""
+
+    url: str
+    unix: bool
+
+
+def _check_db(value: str, url: str) -> None:
+    if not _DB.match(value):
+        raise ValueError(f"invalid Redis URL {url!r}: the database must be an integer >= 0")
+
+
+def parse_redis_url(url: str) -> RedisTarget:
+    """Validate a ``redis://``, ``rediss://`` or ``redis+unix://`` URL.
+
+    Returns:
+        The URL to hand to redis-py (``redis+unix://`` becomes its ``unix://``).
+
+    Raises:
+        TypeError: ``url`` is not a string.
+        ValueError: what is wrong with it, in words.
+    """
+    if not isinstance(url, str):
+        raise TypeError(f"a store URL must be a string, not {type(url).__name__}")
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:
+        raise ValueError(f"invalid Redis URL {url!r}: {exc}") from None
+    scheme = parts.scheme.lower()
+    query = parse_qs(parts.query, keep_blank_values=True)
+    for db in query.get("db", []):
+        _check_db(db, url)
+    if parts.fragment:
+        raise ValueError(f"invalid Redis URL {url!r}: unexpected fragment '#{parts.fragment}'")
+    if scheme == "redis+unix":
+        if parts.hostname:
+            raise ValueError(
+                f"invalid Redis URL {url!r}: a unix socket URL has no host "
+                "(write redis+unix:///path/to/redis.sock)"
+            )
+        if not parts.path or parts.path == "/":
+            raise ValueError(f"invalid Redis URL {url!r}: the socket path is missing")
+        return RedisTarget(url="unix" + url[len(parts.scheme) :], unix=True)
+    if scheme not in ("redis", "rediss"):
+        raise ValueError(
+            f"unsupported store URL {url!r}: expected one of "
+            + ", ".join(f"{s}://" for s in SCHEMES)
+        )
+    if not parts.hostname:
+        raise ValueError(f"invalid Redis URL {url!r}: the host is missing")
+    try:
+        port = parts.port
+    except ValueError:
+        raise ValueError(
+            f"invalid Redis URL {url!r}: the port must be an integer in 1-65535"
+        ) from None
+    if port == 0:
+        raise ValueError(f"invalid Redis URL {url!r}: the port must be an integer in 1-65535")
+    path = parts.path.strip("/")
+    if path:
+        _check_db(path, url)
+    return RedisTarget(url=url, unix=False)
+
+
+def store_from_url(url: str, **options: Any) -> Store:
+    """Build a store from a URL; the backend is chosen by the scheme.
+
+    - ``memory://``: a :class:`~loopwatch.stores.memory.MemoryStore`; ``options`` are its
+      keyword arguments (``max_sessions``, ``idle_ttl_s``).
+    - ``redis://[[user]:password@]host[:port][/db]``, ``rediss://…`` (TLS),
+      ``redis+unix:///path/to.sock[?db=N]``: a
+      :class:`~loopwatch.stores.redis.RedisStore`; ``options`` are those of
+      :meth:`RedisStore.from_url <loopwatch.stores.redis.RedisStore.from_url>`
+      (``socket_timeout``, ``use_asyncio``, ``cluster``, ``prefix``, ``idle_ttl_s``,
+      ``fail_open``, client options).
+
+    To use a client you already have (redis-py, valkey, a cluster client), construct
+    ``RedisStore(client)`` directly.
+
+    Raises:
+        ValueError: an unknown scheme or a malformed URL.
+        TypeError: an option the backend does not take.
+        ImportError: the Redis backend without the ``redis`` package.
+    """
+    if not isinstance(url, str):
+        raise TypeError(f"a store URL must be a string, not {type(url).__name__}")
+    scheme = url.partition("://")[0].lower() if "://" in url else ""
+    if scheme == "memory":
+        if url.lower() != "memory://":
+            raise ValueError(
+                f"invalid store URL {url!r}: memory:// takes no host, path or query "
+                "(pass max_sessions= / idle_ttl_s= as keyword arguments)"
+            )
+        from loopwatch.stores.memory import MemoryStore
+
+        return MemoryStore(**options)
+    parse_redis_url(url)
+    from loopwatch.stores.redis import RedisStore
+
+    return RedisStore.from_url(url, **options)
+
+
+__all__ = ["SCHEMES", "RedisTarget", "parse_redis_url", "store_from_url"]

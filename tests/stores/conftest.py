@@ -1,0 +1,189 @@
+"""Fixtures for the store suites: real ``redis-server`` processes on loopback, no docker.
+
+``LOOPWATCH_REDIS_URL`` names a server to use for the shared suites; without it a server
+is started here, on a free loopback port in a temporary folder. Fault tests always start
+their own servers (they stop them), and the cluster tests start three nodes.
+
+Missing ``redis-server`` is a failure, not a skip, so CI can never go green without the
+Redis suite: set ``LOOPWATCH_ALLOW_NO_REDIS=1`` to skip those tests instead, with a loud
+reason in the summary.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _redis_helpers import (
+    ALLOW_NO_REDIS_ENV,
+    REDIS_URL_ENV,
+    RedisServer,
+    StoreFactory,
+    delete_prefix,
+    free_port,
+    redis_binary,
+    unique_prefix,
+)
+
+from loopwatch import MemoryStore, Store
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "redis: needs a real redis-server; fails without one unless "
+        f"{ALLOW_NO_REDIS_ENV}=1 (then skipped, loudly)",
+    )
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The shared server of the contract suites (``LOOPWATCH_REDIS_URL`` or our own)."""
+    given = os.environ.get(REDIS_URL_ENV)
+    if given:
+        yield given
+        return
+    server = RedisServer(tmp_path_factory.mktemp("redis")).start()
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def redis_server_factory(tmp_path: Path) -> Iterator[Callable[..., RedisServer]]:
+    """Start dedicated servers (for tests that stop them); all stopped at teardown."""
+    servers: list[RedisServer] = []
+
+    def make(*extra: str) -> RedisServer:
+        server = RedisServer(tmp_path / f"redis-{len(servers)}", *extra).start()
+        servers.append(server)
+        return server
+
+    yield make
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture
+def redis_client(redis_url: str) -> Iterator[Any]:
+    """A plain redis-py client on the shared server, for looking at keys directly."""
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    yield client
+    client.close()
+
+
+@pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.redis)])
+def store_kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def make_store(store_kind: str, request: pytest.FixtureRequest) -> Iterator[StoreFactory]:
+    """Build stores of the parametrised kind with the given options (``idle_ttl_s`` …)."""
+    built: list[tuple[Store, str]] = []
+
+    def make(**options: Any) -> Store:
+        if store_kind == "memory":
+            options.pop("use_asyncio", None)  # the memory store has no I/O to await
+            return MemoryStore(**options)
+        from loopwatch.stores import RedisStore
+
+        url = request.getfixturevalue("redis_url")
+        prefix = unique_prefix()
+        store = RedisStore.from_url(url, prefix=prefix, **options)
+        built.append((store, prefix))
+        return store
+
+    yield make
+    if built:
+        import redis
+
+        client = redis.Redis.from_url(request.getfixturevalue("redis_url"))
+        for store, prefix in built:
+            delete_prefix(client, prefix)
+            store.close()
+        client.close()
+
+
+@pytest.fixture
+def redis_store_factory(redis_url: str, redis_client: Any) -> Iterator[Callable[..., Any]]:
+    """Build RedisStores on the shared server, each with its own prefix, cleaned after."""
+    from loopwatch.stores import RedisStore
+
+    built: list[RedisStore] = []
+
+    def make(**options: Any) -> RedisStore:
+        options.setdefault("prefix", unique_prefix())
+        store = RedisStore.from_url(options.pop("url", redis_url), **options)
+        built.append(store)
+        return store
+
+    yield make
+    for store in built:
+        delete_prefix(redis_client, store.prefix)
+        store.close()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[int]]:
+    """A three-node Redis Cluster (no replicas) on loopback ports; yields the ports."""
+    redis_binary()
+    cli = redis_binary("redis-cli")
+    root = tmp_path_factory.mktemp("cluster")
+    nodes: list[RedisServer] = []
+    try:
+        for index in range(3):
+            port = free_port(cluster=True)
+            nodes.append(
+                RedisServer(
+                    root / f"node-{index}",
+                    "--cluster-enabled",
+                    "yes",
+                    "--cluster-config-file",
+                    str(root / f"node-{index}" / "nodes.conf"),
+                    "--cluster-node-timeout",
+                    "2000",
+                    port=port,
+                ).start()
+            )
+        ports = [node.port for node in nodes]
+        subprocess.run(
+            [
+                cli,
+                "--cluster",
+                "create",
+                *(f"127.0.0.1:{port}" for port in ports),
+                "--cluster-replicas",
+                "0",
+                "--cluster-yes",
+            ],
+            check=True,
+            capture_output=True,
+            timeout=30,
+        )
+        deadline = time.monotonic() + 20
+        for port in ports:
+            while True:
+                info = subprocess.run(
+                    [cli, "-p", str(port), "cluster", "info"],
+                    capture_output=True,
+                    text=True,
+                    timeout=5,
+                ).stdout
+                if "cluster_state:ok" in info:
+                    break
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"cluster node {port} not ready:\n{info}")
+                time.sleep(0.05)
+        yield ports
+    finally:
+        for node in nodes:
+            node.stop()
