@@ -13,6 +13,7 @@ import logging as _logging
 from typing import TYPE_CHECKING
 
 from loopwatch._undefined import UNDEFINED
+from loopwatch.adapter import AdapterOptions, ToolCall
 from loopwatch.compaction import (
     GuardSnapshot,
     GuardVerdict,
@@ -63,6 +64,7 @@ _logging.getLogger("loopwatch").addHandler(_logging.NullHandler())
 
 __all__ = [
     "UNDEFINED",
+    "AdapterOptions",
     "CompactionLoopPersistedEvent",
     "ConfigError",
     "ConfigIssue",
@@ -87,6 +89,7 @@ __all__ = [
     "Store",
     "StoreError",
     "StoreErrorEvent",
+    "ToolCall",
     "ToolCallRecord",
     "ToolExecutionBlockedEvent",
     "ToolLoopEvent",

@@ -19,7 +19,7 @@ from copy import deepcopy
 from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeVar
 
-from loopwatch import messages
+from loopwatch import adapter, messages
 from loopwatch._undefined import UNDEFINED
 from loopwatch.compaction import (
     GuardSnapshot,
@@ -754,6 +754,15 @@ class LoopGuard:
         except Exception as exc:
             self._arm_failed(session_key, exc)
         self._armed(session_key, run, actual)
+
+    # --- adapters for hand-written agent loops (issue 03) -------------------------------
+
+    #: ``@guard.tool(session_key=...)``: guard every call of a tool function (sync or
+    #: async); see :func:`loopwatch.adapter.tool`.
+    tool = adapter.tool
+    #: ``with guard.call(name, args, session_key=...) as c: ...``: guard one call
+    #: explicitly; see :func:`loopwatch.adapter.call`.
+    call = adapter.call
 
     # --- accessors (SPEC §9.4): never touch or create a session -------------------------
 

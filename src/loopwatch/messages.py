@@ -112,3 +112,29 @@ STORE_UNAVAILABLE_CRITICAL: Final = (
     "CRITICAL: loop detection is unavailable (its state store failed), so {tool} was not "
     "run. Try again shortly or continue without it."
 )
+
+# --- Adapters (SPEC §11) -------------------------------------------------------------------
+
+#: Put between what the model is shown and an appended warning.
+WARNING_SEPARATOR: Final = "\n\n"
+#: Error recorded for a call of an unknown tool when the framework's own message does not
+#: name the tool in a form SPEC §3.5 recognises.
+UNKNOWN_TOOL_ERROR: Final = "Unknown tool: {name}"
+#: Raised by the explicit form when a ``with`` block ends without reporting an outcome.
+NO_OUTCOME_REPORTED: Final = (
+    "guarded call of {tool!r} ended without c.result(...) or c.error(...): report what the "
+    "model is shown, or the loop detector never sees this call's outcome"
+)
+#: Raised when a host reports an outcome for a call loopwatch blocked.
+BLOCKED_CALL_RAN: Final = "the call of {tool!r} was blocked: do not run the tool, show c.shown"
+
+# --- MCP proxy, logger ``loopwatch.mcp_proxy`` (stderr only) ---------------------------------
+
+MCP_LOG_STARTED: Final = "mcp-proxy: started {command} (session {session})"
+MCP_LOG_CANNOT_START: Final = "mcp-proxy: cannot start {command}: {error}"
+MCP_LOG_SERVER_EXITED: Final = "mcp-proxy: server exited with code {code}"
+MCP_LOG_CLIENT_GONE: Final = "mcp-proxy: the client closed the connection"
+MCP_LOG_RELAY_FAILED: Final = "mcp-proxy: relaying the client's messages failed: {error}"
+MCP_LOG_DETECTION_OFF: Final = (
+    "mcp-proxy: loop detection is off in {path}: set tools.loopDetection.enabled to true"
+)

@@ -1,0 +1,363 @@
+"""LangChain v1 / LangGraph: a middleware that guards every tool call of ``create_agent``.
+
+::
+
+    from langchain.agents import create_agent
+    from loopwatch import LoopGuard
+    from loopwatch.integrations.langchain import LoopGuardMiddleware
+
+    guard = LoopGuard({"enabled": True})
+    agent = create_agent(model, tools=[...], middleware=[LoopGuardMiddleware(guard)])
+    agent.invoke({"messages": [...]}, {"configurable": {"thread_id": "t-42"}})
+
+What it does (SPEC §11):
+
+* ``wrap_tool_call`` / ``awrap_tool_call``: every call goes through the guard. A blocked
+  call is answered with an error ``ToolMessage`` carrying the blocked message, and the
+  tool is not run. An emitted warning is appended to the ``ToolMessage`` after the
+  original content was recorded. A call whose ``request.tool`` is ``None`` (a tool the
+  agent does not have) is recorded as a failed call naming the tool.
+* ``wrap_model_call`` / ``awrap_model_call``: each model answer goes through the
+  stream-level :class:`~loopwatch.UnknownToolStreamGuard` (SPEC §5.7); a message that
+  keeps calling the same missing tool is replaced by a plain answer. When a
+  ``SummarizationMiddleware`` summary appears in the conversation, the run's
+  post-compaction guard is armed (``compaction_retry``).
+
+Sessions and runs: the session is the LangGraph thread (``thread_id``); the run is the
+``run_id`` of the invocation's config when given, else one id per invocation. Without a
+checkpointer (no thread), each invocation is its own session. Both ids live in two
+private state keys (``loopwatch_session``, ``loopwatch_run``) that the middleware adds to
+the agent's state. Pass ``session_key=`` (a string or a callable taking the request) to
+choose the session yourself.
+
+``on_critical="end_run"`` raises :class:`~loopwatch.LoopDetectedError` out of
+``invoke``; so does :class:`~loopwatch.PostCompactionLoopPersistedError` in every mode.
+(A ``ToolNode`` configured with ``handle_tool_errors=True`` would turn them into tool
+messages; ``create_agent``'s default lets them through.)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Annotated, Any, Final, TypeAlias
+
+from langchain.agents.middleware import (
+    AgentMiddleware,
+    AgentState,
+    ModelRequest,
+    ModelResponse,
+    ToolCallRequest,
+)
+from langchain.agents.middleware.types import ExtendedModelResponse, PrivateStateAttr
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.tools import BaseTool
+from langgraph.runtime import Runtime
+from langgraph.types import Command
+from typing_extensions import NotRequired
+
+from loopwatch.adapter import (
+    AdapterOptions,
+    OnCritical,
+    Outcome,
+    SessionCache,
+    StreamGuards,
+    ToolCall,
+    aguarded_call,
+    append_warning,
+    guarded_call,
+    render_for_model,
+    unknown_tool_error,
+)
+from loopwatch.guard import LoopGuard
+
+#: State keys the middleware adds: the fallback session (kept with the thread) and the id
+#: of the current invocation (rewritten by every invocation).
+SESSION_STATE_KEY: Final = "loopwatch_session"
+RUN_STATE_KEY: Final = "loopwatch_run"
+#: ``additional_kwargs["lc_source"]`` of the summary message ``SummarizationMiddleware``
+#: writes: its appearance is the framework's compaction event.
+SUMMARY_SOURCE: Final = "summarization"
+
+#: A session key, or a callable computing it from a ``ToolCallRequest`` / ``ModelRequest``.
+SessionKeySource: TypeAlias = "str | Callable[[Any], object] | None"
+
+
+class LoopwatchState(AgentState[Any]):
+    """The agent state plus loopwatch's two private keys."""
+
+    loopwatch_session: NotRequired[Annotated[str, PrivateStateAttr]]
+    loopwatch_run: NotRequired[Annotated[str, PrivateStateAttr]]
+
+
+ToolAnswer: TypeAlias = "ToolMessage | Command[Any]"
+ModelAnswer: TypeAlias = "ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]"
+
+
+def _text(content: object) -> str | None:
+    """The text of a message's content, for matching error wordings."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [
+            part if isinstance(part, str) else str(part.get("text", ""))
+            for part in content
+            if isinstance(part, (str, dict))
+        ]
+        return "\n".join(parts)
+    return None
+
+
+def _tool_message(answer: ToolAnswer, call_id: object) -> ToolMessage | None:
+    """The message the model is shown for this call: the answer, or the matching
+    ``ToolMessage`` of a ``Command``'s ``messages`` update."""
+    if isinstance(answer, ToolMessage):
+        return answer
+    update = answer.update
+    if isinstance(update, dict):
+        for message in update.get("messages") or ():
+            if isinstance(message, ToolMessage) and message.tool_call_id == call_id:
+                return message
+    return None
+
+
+class _ToolMessages:
+    """How LangChain shows a tool call to the model: a ``ToolMessage`` (SPEC §11.1)."""
+
+    def __init__(self, name: str, call_id: str | None, *, unknown: bool) -> None:
+        self.name = name
+        self.call_id = call_id
+        self.unknown = unknown
+
+    def blocked(self, message: str) -> ToolAnswer:
+        """An error ``ToolMessage`` with the blocked message; the tool never ran."""
+        return ToolMessage(
+            content=message, tool_call_id=self.call_id, name=self.name, status="error"
+        )
+
+    def outcome(self, answer: ToolAnswer) -> Outcome:
+        """The content of the tool message; an error message is an error."""
+        message = _tool_message(answer, self.call_id)
+        if message is None:
+            # A Command that shows the model nothing for this call (a handoff, a pure
+            # state update): a real null result, never UNDEFINED.
+            return Outcome(result=None)
+        if message.status != "error":
+            return Outcome(result=message.content)
+        if self.unknown:
+            # ToolNode's "X is not a valid tool" does not name the tool the way SPEC §3.5
+            # reads it; record a wording that does.
+            return Outcome(error=unknown_tool_error(self.name, _text(message.content)))
+        return Outcome(error=message.content)
+
+    def add_warning(self, answer: ToolAnswer, warning: str) -> ToolAnswer:
+        """The tool message (also inside a ``Command``) with the warning appended."""
+        if isinstance(answer, ToolMessage):
+            content = append_warning(answer.content, warning)
+            return answer.model_copy(update={"content": content})
+        target = _tool_message(answer, self.call_id)
+        if target is None or not isinstance(answer.update, dict):
+            return answer
+        warned = self.add_warning(target, warning)
+        messages = [warned if m is target else m for m in answer.update["messages"]]
+        return dataclasses.replace(answer, update={**answer.update, "messages": messages})
+
+
+def _allowed_tools(tools: Sequence[BaseTool | dict[str, Any]]) -> list[str]:
+    names: list[str] = []
+    for item in tools:
+        if isinstance(item, BaseTool):
+            names.append(item.name)
+        elif isinstance(item, dict):
+            function = item.get("function")
+            name = item.get("name") or (
+                function.get("name") if isinstance(function, dict) else None
+            )
+            if isinstance(name, str):
+                names.append(name)
+    return names
+
+
+def _latest_summary_id(messages: Sequence[AnyMessage]) -> str | None:
+    for message in reversed(messages):
+        if (
+            isinstance(message, HumanMessage)
+            and message.additional_kwargs.get("lc_source") == SUMMARY_SOURCE
+        ):
+            return message.id or render_for_model(message.content)
+    return None
+
+
+class LoopGuardMiddleware(AgentMiddleware[LoopwatchState, Any, Any]):
+    """Guards every tool call of a LangChain v1 agent with a :class:`LoopGuard`.
+
+    Args:
+        guard: the guard (its config, store, listeners and shadow mode apply).
+        session_key: the session of a call: a string, or a callable receiving the
+            ``ToolCallRequest`` / ``ModelRequest`` (both have ``.state`` and
+            ``.runtime``). Default: the thread id, else one session per invocation.
+        agent_id: the agent, for ``openclaw_config`` per-agent blocks.
+        warn_model: append an emitted warning to the tool message the model sees.
+        on_critical: ``"block_call"`` (an error ``ToolMessage``; the run goes on) or
+            ``"end_run"`` (``invoke`` raises :class:`~loopwatch.LoopDetectedError`).
+        max_sessions: how many conversations' stream-guard state to keep.
+    """
+
+    state_schema = LoopwatchState
+
+    def __init__(
+        self,
+        guard: LoopGuard,
+        *,
+        session_key: SessionKeySource = None,
+        agent_id: str | None = None,
+        warn_model: bool = True,
+        on_critical: OnCritical = "block_call",
+        max_sessions: int = 4096,
+    ) -> None:
+        super().__init__()
+        self.guard = guard
+        self.agent_id = agent_id
+        self.options = AdapterOptions(warn_model=warn_model, on_critical=on_critical)
+        self._session_key = session_key
+        self._streams = StreamGuards(guard, max_sessions=max_sessions)
+        self._summaries: SessionCache[str] = SessionCache(max_sessions)
+
+    # --- sessions and runs -----------------------------------------------------------------
+
+    def _ids(self, request: ToolCallRequest | ModelRequest[Any]) -> tuple[object, object]:
+        state = request.state if isinstance(request.state, dict) else {}
+        info = request.runtime.execution_info if request.runtime is not None else None
+        source = self._session_key
+        if callable(source):
+            session: object = source(request)
+        elif source is not None:
+            session = source
+        elif info is not None and info.thread_id:
+            session = info.thread_id
+        else:
+            session = state.get(SESSION_STATE_KEY)
+        run = info.run_id if info is not None and info.run_id else state.get(RUN_STATE_KEY)
+        return session, run
+
+    def _new_ids(self, state: LoopwatchState) -> dict[str, Any]:
+        update: dict[str, Any] = {RUN_STATE_KEY: uuid.uuid4().hex}
+        if not state.get(SESSION_STATE_KEY):
+            update[SESSION_STATE_KEY] = uuid.uuid4().hex
+        return update
+
+    def before_agent(self, state: LoopwatchState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Give the invocation its run id (and the conversation a fallback session)."""
+        return self._new_ids(state)
+
+    async def abefore_agent(
+        self, state: LoopwatchState, runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        """Async twin of :meth:`before_agent`."""
+        return self._new_ids(state)
+
+    # --- tool calls --------------------------------------------------------------------------
+
+    def _prepare(self, request: ToolCallRequest) -> tuple[ToolCall, _ToolMessages]:
+        call = request.tool_call
+        session, run = self._ids(request)
+        tc = ToolCall(
+            self.guard,
+            call["name"],
+            call.get("args", {}),
+            session_key=session,
+            run_id=run,
+            tool_call_id=call.get("id"),
+            agent_id=self.agent_id,
+            options=self.options,
+        )
+        return tc, _ToolMessages(call["name"], call.get("id"), unknown=request.tool is None)
+
+    def wrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], ToolAnswer],
+    ) -> ToolAnswer:
+        """Guard one tool call (see the module docs)."""
+        tc, translator = self._prepare(request)
+        return guarded_call(tc, lambda: handler(request), translator)
+
+    async def awrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[ToolAnswer]],
+    ) -> ToolAnswer:
+        """Async twin of :meth:`wrap_tool_call`."""
+        tc, translator = self._prepare(request)
+        return await aguarded_call(tc, lambda: handler(request), translator)
+
+    # --- model calls -------------------------------------------------------------------------
+
+    def _new_summary(self, request: ModelRequest[Any], session: object) -> bool:
+        """True the first time a conversation shows a given summary message."""
+        if not isinstance(session, str):
+            return False
+        summary = _latest_summary_id(request.messages)
+        if summary is None or self._summaries.get(session) == summary:
+            return False
+        self._summaries.put(session, summary)
+        return True
+
+    def _screen_message(
+        self, message: BaseMessage, request: ModelRequest[Any], session: object
+    ) -> BaseMessage:
+        if not isinstance(message, AIMessage):
+            return message
+        names: list[object] = [call.get("name") for call in message.tool_calls]
+        names += [call.get("name") for call in message.invalid_tool_calls]
+        text = self._streams.observe(
+            session, names, _allowed_tools(request.tools), agent_id=self.agent_id
+        )
+        if text is None:
+            return message
+        return AIMessage(content=text, id=message.id, name=message.name)
+
+    def _screen(
+        self, response: ModelAnswer, request: ModelRequest[Any], session: object
+    ) -> ModelAnswer:
+        """Run the stream guard over the model's answer (SPEC §5.7)."""
+        if isinstance(response, AIMessage):
+            screened = self._screen_message(response, request, session)
+            return screened if isinstance(screened, AIMessage) else response
+        if isinstance(response, ExtendedModelResponse):
+            inner = self._screen(response.model_response, request, session)
+            if isinstance(inner, ModelResponse) and inner is not response.model_response:
+                return dataclasses.replace(response, model_response=inner)
+            return response
+        result = [self._screen_message(m, request, session) for m in response.result]
+        if all(new is old for new, old in zip(result, response.result, strict=True)):
+            return response
+        return dataclasses.replace(response, result=result)
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> ModelAnswer:
+        """Arm the post-compaction guard after a summary; screen the answer."""
+        session, run = self._ids(request)
+        if self._new_summary(request, session):
+            self.guard.compaction_retry(session_key=session, run_id=run, agent_id=self.agent_id)
+        return self._screen(handler(request), request, session)
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelAnswer:
+        """Async twin of :meth:`wrap_model_call`."""
+        session, run = self._ids(request)
+        if self._new_summary(request, session):
+            await self.guard.acompaction_retry(
+                session_key=session, run_id=run, agent_id=self.agent_id
+            )
+        return self._screen(await handler(request), request, session)
+
+
+__all__ = ["RUN_STATE_KEY", "SESSION_STATE_KEY", "LoopGuardMiddleware", "LoopwatchState"]

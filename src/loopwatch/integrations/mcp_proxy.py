@@ -1,0 +1,535 @@
+"""``loopwatch mcp-proxy``: guard any MCP server by standing between it and its client.
+
+::
+
+    loopwatch mcp-proxy [--config FILE] [--agent ID] -- COMMAND [ARGS...]
+    python -m loopwatch.integrations.mcp_proxy [--config FILE] -- COMMAND [ARGS...]
+
+The proxy is an MCP server over stdio that starts the real server (``COMMAND``) as its
+child and relays the newline-delimited JSON-RPC stream both ways. Every ``tools/call``
+goes through a :class:`LoopGuard` first: a blocked call is answered by the proxy itself
+with an ``isError`` result carrying the blocked message (the server never sees it), and an
+emitted warning is appended to the server's result as one more text part, after the
+original result was recorded (SPEC §11.2). ``tools/list`` answers teach the proxy the
+server's tools, so a failed call of a tool the server does not have is recorded as an
+unknown-tool failure (SPEC §3.5). Everything else (initialisation, resources, prompts,
+notifications, server-to-client requests, lines that are not JSON) passes through
+byte for byte, so the proxy works with every protocol revision. Logs go to stderr only:
+stdout carries the protocol.
+
+One proxy process is one session (``--session``, default ``mcp-proxy``); the guard
+lives in memory. Without ``--config`` detection is on with the reference defaults
+(``{"enabled": true}``); a config file is a whole OpenClaw-style JSON5 config whose
+``tools.loopDetection`` block (merged with ``agents.list[].tools.loopDetection`` for
+``--agent``) applies.
+
+``--on-critical end_run`` answers a blocked call with a JSON-RPC error instead (MCP
+clients raise it, which ends an unattended run). ``--shadow`` decides and logs but never
+blocks; ``--no-warn-model`` leaves results unchanged.
+
+MCP has no compaction event and the proxy does not see the model's messages, so it
+neither arms the post-compaction guard nor runs the stream-level unknown-tool guard
+(SPEC §5.7); hosts that compact their context should guard their agent loop itself (a
+post-compaction abort would be answered with a JSON-RPC error, like ``end_run``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, TextIO
+
+from loopwatch.adapter import (
+    WARNING_SEPARATOR,
+    AdapterOptions,
+    OnCritical,
+    Outcome,
+    ToolCall,
+    append_warning,
+    render_for_model,
+    unknown_tool_error,
+)
+from loopwatch.compaction import PostCompactionLoopPersistedError
+from loopwatch.config import ConfigError, LoopDetectionConfig, resolve_config
+from loopwatch.errors import LoopDetectedError
+from loopwatch.guard import LoopGuard
+from loopwatch.messages import (
+    MCP_LOG_CANNOT_START,
+    MCP_LOG_CLIENT_GONE,
+    MCP_LOG_DETECTION_OFF,
+    MCP_LOG_RELAY_FAILED,
+    MCP_LOG_SERVER_EXITED,
+    MCP_LOG_STARTED,
+)
+
+logger = logging.getLogger("loopwatch.mcp_proxy")
+
+PROG: Final = "loopwatch mcp-proxy"
+DEFAULT_SESSION: Final = "mcp-proxy"
+#: JSON-RPC error code of a call the proxy refused (the implementation-defined range).
+LOOP_ERROR_CODE: Final = -32000
+#: Longest line the proxy relays from the server (MCP results can be large).
+MAX_LINE_BYTES: Final = 64 * 1024 * 1024
+#: How much of the client's stream is read at once.
+READ_CHUNK_BYTES: Final = 1024 * 1024
+#: How long the server gets to exit after SIGTERM before it is killed.
+STOP_TIMEOUT_S: Final = 5.0
+
+Message = dict[str, Any]
+
+
+def _dump(message: object) -> bytes:
+    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+
+
+def _text_of(content: object) -> str:
+    """The text parts of an MCP content list, joined as the model reads them."""
+    if not isinstance(content, list):
+        return ""
+    return "\n".join(
+        part["text"]
+        for part in content
+        if isinstance(part, dict)
+        and part.get("type") == "text"
+        and isinstance(part.get("text"), str)
+    )
+
+
+def _request_id(rid: object) -> object:
+    """A JSON-RPC id usable as a dict key (ids are strings or numbers), or ``None``."""
+    return rid if isinstance(rid, (str, int, float)) and not isinstance(rid, bool) else None
+
+
+def _parse(line: bytes) -> object:
+    """The JSON value of a line, or ``None`` for a line that is not JSON (relayed as is)."""
+    try:
+        return json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+
+
+@dataclass
+class Flow:
+    """What one line from the client turns into: lines for the server, and the proxy's own
+    answers for the client."""
+
+    to_server: list[bytes] = field(default_factory=list)
+    to_client: list[bytes] = field(default_factory=list)
+
+
+class McpLoopProxy:
+    """The proxy's message logic, separate from its pipes (so it can be tested alone).
+
+    Args:
+        guard: the guard.
+        session_key: the session every call belongs to.
+        agent_id: the agent, for ``openclaw_config`` per-agent blocks.
+        options: :class:`AdapterOptions`.
+    """
+
+    def __init__(
+        self,
+        guard: LoopGuard,
+        *,
+        session_key: str = DEFAULT_SESSION,
+        agent_id: str | None = None,
+        options: AdapterOptions | None = None,
+    ) -> None:
+        self.guard = guard
+        self.session_key = session_key
+        self.agent_id = agent_id
+        self.options = options or AdapterOptions()
+        self.known_tools: set[str] | None = None
+        self._calls: dict[object, ToolCall] = {}
+        self._lists: dict[object, bool] = {}
+        # Calls whose server answered "input required" (MCP 2026-07-28): the client
+        # retries the same call with its answers, which continues this call.
+        self._awaiting_input: dict[str, ToolCall] = {}
+
+    # --- client -> server ------------------------------------------------------------------
+
+    async def from_client(self, line: bytes) -> Flow:
+        """Handle one line from the client."""
+        message = _parse(line)
+        if isinstance(message, list):
+            return await self._client_batch(line, message)
+        if not isinstance(message, dict):
+            return Flow(to_server=[line])
+        answer = await self._client_message(message)
+        if answer is None:
+            return Flow(to_server=[line])
+        return Flow(to_client=[_dump(answer)])
+
+    async def _client_batch(self, line: bytes, batch: list[Any]) -> Flow:
+        forward: list[Any] = []
+        answers: list[Message] = []
+        for message in batch:
+            answer = await self._client_message(message) if isinstance(message, dict) else None
+            if answer is None:
+                forward.append(message)
+            else:
+                answers.append(answer)
+        flow = Flow()
+        if forward:
+            flow.to_server.append(line if len(forward) == len(batch) else _dump(forward))
+        if answers:
+            flow.to_client.append(_dump(answers))
+        return flow
+
+    async def _client_message(self, message: Message) -> Message | None:
+        """The proxy's own answer to a client message, or ``None`` to forward it."""
+        method = message.get("method")
+        rid = _request_id(message.get("id"))
+        if method == "notifications/cancelled":
+            params = message.get("params")
+            if isinstance(params, dict):
+                self._calls.pop(_request_id(params.get("requestId")), None)
+            return None
+        if rid is None:
+            return None
+        params = message.get("params")
+        params = params if isinstance(params, dict) else {}
+        if method == "tools/list":
+            self._lists[rid] = "cursor" not in params
+            return None
+        if method != "tools/call" or not isinstance(params.get("name"), str):
+            return None
+        name: str = params["name"]
+        arguments = params.get("arguments", {})
+        if "inputResponses" in params or "requestState" in params:
+            waiting = self._awaiting_input.pop(self._input_key(name, arguments), None)
+            if waiting is not None:
+                self._calls[rid] = waiting
+            return None
+        tc = ToolCall(
+            self.guard,
+            name,
+            arguments,
+            session_key=self.session_key,
+            tool_call_id=str(rid),
+            agent_id=self.agent_id,
+            options=self.options,
+        )
+        try:
+            await tc.astart()
+        except LoopDetectedError as exc:
+            return self._error(rid, str(exc), exc.verdict.detector, exc.verdict.count)
+        if tc.blocked:
+            return {
+                "jsonrpc": "2.0",
+                "id": message.get("id"),
+                "result": {"content": [{"type": "text", "text": tc.message}], "isError": True},
+            }
+        self._calls[rid] = tc
+        return None
+
+    @staticmethod
+    def _input_key(name: str, arguments: object) -> str:
+        return name + "\x00" + render_for_model(arguments)
+
+    @staticmethod
+    def _error(rid: object, text: str, detector: object, count: object) -> Message:
+        return {
+            "jsonrpc": "2.0",
+            "id": rid,
+            "error": {
+                "code": LOOP_ERROR_CODE,
+                "message": text,
+                "data": {"detector": detector, "count": count},
+            },
+        }
+
+    # --- server -> client ------------------------------------------------------------------
+
+    async def from_server(self, line: bytes) -> bytes:
+        """Handle one line from the server; returns what the client gets."""
+        message = _parse(line)
+        if isinstance(message, list):
+            changed = [await self._server_message(m) if isinstance(m, dict) else m for m in message]
+            same = all(new is old for new, old in zip(changed, message, strict=True))
+            return line if same else _dump(changed)
+        if not isinstance(message, dict):
+            return line
+        answer = await self._server_message(message)
+        return line if answer is message else _dump(answer)
+
+    async def _server_message(self, message: Message) -> Message:
+        """The message for the client: ``message`` itself, or a changed copy."""
+        if "method" in message:
+            return message
+        rid = _request_id(message.get("id"))
+        if rid in self._lists:
+            self._learn_tools(message, fresh=self._lists.pop(rid))
+            return message
+        tc = self._calls.pop(rid, None)
+        if tc is None:
+            return message
+        result = message.get("result")
+        if isinstance(result, dict) and result.get("resultType") == "input_required":
+            self._awaiting_input[self._input_key(tc.tool_name, tc.params)] = tc
+            return message
+        return await self._finish(tc, message, rid)
+
+    def _learn_tools(self, message: Message, *, fresh: bool) -> None:
+        result = message.get("result")
+        tools = result.get("tools") if isinstance(result, dict) else None
+        if not isinstance(tools, list):
+            return
+        names = {t["name"] for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)}
+        self.known_tools = names if fresh or self.known_tools is None else self.known_tools | names
+
+    def _failure(self, name: str, text: str) -> str:
+        if self.known_tools is not None and name not in self.known_tools:
+            return unknown_tool_error(name, text)
+        return text
+
+    async def _finish(self, tc: ToolCall, message: Message, rid: object) -> Message:
+        """Record the server's answer (SPEC §11.1), then append an emitted warning."""
+        result = message.get("result")
+        error = message.get("error")
+        if isinstance(error, dict) or "result" not in message:
+            text = str(error.get("message", "")) if isinstance(error, dict) else str(error)
+            tc.error(self._failure(tc.tool_name, text))
+        elif isinstance(result, dict) and result.get("isError") is True:
+            tc.error(self._failure(tc.tool_name, _text_of(result.get("content"))))
+        else:
+            tc.outcome(Outcome(result=result))
+        try:
+            await tc.afinish()
+        except PostCompactionLoopPersistedError as exc:
+            return self._error(message.get("id"), str(exc), exc.detector, exc.count)
+        warning = tc.warning
+        if warning is None:
+            return message
+        if isinstance(error, dict):
+            text = f"{error.get('message', '')}{WARNING_SEPARATOR}{warning}"
+            return {**message, "error": {**error, "message": text}}
+        if isinstance(result, dict):
+            return {**message, "result": append_warning(result, warning)}
+        return message
+
+
+# --- the process ---------------------------------------------------------------------------
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        usage=f"{PROG} [options] -- COMMAND [ARGS...]",
+        description="Guard an MCP server (started as COMMAND) against tool-call loops.",
+    )
+    parser.add_argument("--config", metavar="FILE", help="an OpenClaw-style JSON5 config")
+    parser.add_argument("--agent", metavar="ID", help="the agent whose config block applies")
+    parser.add_argument("--session", metavar="KEY", default=DEFAULT_SESSION, help="the session key")
+    parser.add_argument(
+        "--on-critical",
+        choices=("block_call", "end_run"),
+        default="block_call",
+        help="answer a blocked call with an isError result (default) or a JSON-RPC error",
+    )
+    parser.add_argument(
+        "--no-warn-model",
+        dest="warn_model",
+        action="store_false",
+        help="do not append emitted warnings to results",
+    )
+    parser.add_argument("--shadow", action="store_true", help="decide and log, never block")
+    parser.add_argument(
+        "--log-level",
+        default="WARNING",
+        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+        help="stderr log level (default WARNING)",
+    )
+    return parser
+
+
+def _split(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    if "--" not in argv:
+        return list(argv), []
+    at = list(argv).index("--")
+    return list(argv[:at]), list(argv[at + 1 :])
+
+
+def _guard(args: argparse.Namespace) -> LoopGuard:
+    if args.config is None:
+        return LoopGuard(LoopDetectionConfig(enabled=True), enforce=not args.shadow)
+    config = LoopDetectionConfig.from_file(args.config, agent_id=args.agent)
+    if not resolve_config(config).enabled:
+        logger.warning(MCP_LOG_DETECTION_OFF.format(path=args.config))
+    return LoopGuard(config, enforce=not args.shadow)
+
+
+def _configure_logging(level: str, stream: TextIO) -> None:
+    """Send loopwatch's log lines to ``stream`` (stderr: stdout carries the protocol)."""
+    root = logging.getLogger("loopwatch")
+    for old in [h for h in root.handlers if getattr(h, "loopwatch_mcp_proxy", False)]:
+        root.removeHandler(old)
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logging.Formatter("%(name)s %(levelname)s %(message)s"))
+    handler.loopwatch_mcp_proxy = True  # type: ignore[attr-defined]
+    root.addHandler(handler)
+    root.setLevel(level)
+
+
+def _stdin_reader(loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[bytes | None]) -> None:
+    """Feeds the client's lines to the event loop.
+
+    A daemon thread, because reading stdin without blocking is not portable. It reads the
+    raw file descriptor: a thread blocked inside ``sys.stdin.buffer`` would hold that
+    object's lock, and the interpreter aborts when it cannot take it at exit.
+    """
+    fd = sys.stdin.fileno()
+    pending = b""
+    try:
+        while chunk := os.read(fd, READ_CHUNK_BYTES):
+            *lines, pending = (pending + chunk).split(b"\n")
+            for line in lines:
+                loop.call_soon_threadsafe(queue.put_nowait, line + b"\n")
+        if pending:
+            loop.call_soon_threadsafe(queue.put_nowait, pending)
+        loop.call_soon_threadsafe(queue.put_nowait, None)
+    except (OSError, RuntimeError):  # stdin closed under us, or the loop is gone: exiting
+        return
+
+
+async def _stop(child: asyncio.subprocess.Process) -> None:
+    """Terminate the server, then kill it if it does not exit in time."""
+    if child.returncode is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        child.terminate()
+    try:
+        await asyncio.wait_for(child.wait(), timeout=STOP_TIMEOUT_S)
+    except asyncio.TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            child.kill()
+
+
+async def _relay(command: list[str], proxy: McpLoopProxy, write: Callable[[bytes], None]) -> int:
+    """Start the server and relay lines both ways until it exits; returns its exit code."""
+    try:
+        child = await asyncio.create_subprocess_exec(
+            *command,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            limit=MAX_LINE_BYTES,
+        )
+    except OSError as exc:
+        logger.error(MCP_LOG_CANNOT_START.format(command=command[0], error=exc))
+        return 127
+    logger.info(MCP_LOG_STARTED.format(command=" ".join(command), session=proxy.session_key))
+    assert child.stdin is not None and child.stdout is not None
+    child_in, child_out = child.stdin, child.stdout
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+    threading.Thread(target=_stdin_reader, args=(loop, queue), daemon=True).start()
+    relay = asyncio.current_task()
+    assert relay is not None
+
+    async def client_to_server() -> None:
+        while (line := await queue.get()) is not None:
+            flow = await proxy.from_client(line)
+            for data in flow.to_client:
+                write(data)
+            for data in flow.to_server:
+                child_in.write(data)
+                await child_in.drain()
+        # The client hung up: close the server's stdin, as an MCP client would, and let
+        # the server exit on its own; its end of stdout ends the relay.
+        logger.info(MCP_LOG_CLIENT_GONE)
+        child_in.close()
+
+    failed: list[BaseException] = []
+
+    def pump_done(task: asyncio.Task[None]) -> None:
+        error = None if task.cancelled() else task.exception()
+        if error is not None:
+            logger.error(MCP_LOG_RELAY_FAILED.format(error=error))
+            failed.append(error)
+            relay.cancel()
+
+    async def server_to_client() -> None:
+        while line := await child_out.readline():
+            write(await proxy.from_server(line))
+
+    with contextlib.suppress(NotImplementedError, RuntimeError):  # POSIX only
+        loop.add_signal_handler(signal.SIGTERM, relay.cancel)
+    pump = asyncio.create_task(client_to_server())
+    pump.add_done_callback(pump_done)
+    stopped = False
+    try:
+        await server_to_client()
+    except (BrokenPipeError, ConnectionResetError):
+        logger.info(MCP_LOG_CLIENT_GONE)
+    except asyncio.CancelledError:
+        stopped = True
+    finally:
+        pump.remove_done_callback(pump_done)
+        pump.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await pump
+        await _stop(child)
+    code = await child.wait()
+    logger.info(MCP_LOG_SERVER_EXITED.format(code=code))
+    if failed:
+        return 1
+    if stopped:
+        return 128 + signal.SIGTERM
+    return code if code >= 0 else 128 - code
+
+
+def main(argv: list[str]) -> int:
+    """Run the proxy until the server exits; returns the server's exit code.
+
+    Args:
+        argv: the arguments after ``mcp-proxy``: options, ``--``, the server command.
+
+    Returns:
+        The server's exit code; 2 for bad arguments or config, 127 when the server cannot
+        be started.
+    """
+    parser = _parser()
+    options, command = _split(argv)
+    try:
+        args = parser.parse_args(options)
+    except SystemExit as exc:  # --help, or a bad option (argparse printed why)
+        return exc.code if isinstance(exc.code, int) else 2
+    if not command:
+        parser.print_usage(sys.stderr)
+        print(f"{PROG}: error: missing -- COMMAND [ARGS...]", file=sys.stderr)
+        return 2
+    _configure_logging(args.log_level, sys.stderr)
+    try:
+        guard = _guard(args)
+    except ConfigError as exc:
+        print(f"{PROG}: error: {args.config}: {exc}", file=sys.stderr)
+        return 2
+    on_critical: OnCritical = args.on_critical
+    proxy = McpLoopProxy(
+        guard,
+        session_key=args.session,
+        agent_id=args.agent,
+        options=AdapterOptions(warn_model=args.warn_model, on_critical=on_critical),
+    )
+    stdout = sys.stdout.buffer
+
+    def write(data: bytes) -> None:
+        stdout.write(data)
+        stdout.flush()
+
+    return asyncio.run(_relay(command, proxy, write))
+
+
+__all__ = ["DEFAULT_SESSION", "LOOP_ERROR_CODE", "Flow", "McpLoopProxy", "main"]
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,313 @@
+"""OpenAI Agents SDK: tool guardrails that put a :class:`LoopGuard` around function tools.
+
+::
+
+    from agents import Agent, RunConfig, Runner
+    from loopwatch import LoopGuard
+    from loopwatch.integrations.openai_agents import guard_agent
+
+    guard = LoopGuard({"enabled": True})
+    agent = guard_agent(Agent(name="assistant", tools=[read_file]), guard)
+    await Runner.run(agent, "...", run_config=RunConfig(group_id="conversation-42"))
+
+:func:`guard_agent` returns a copy of the agent whose every ``FunctionTool`` carries
+loopwatch's tool *input* guardrail (first, so a block wins) and tool *output* guardrail
+(last, so your own output guardrails still see every result). The SDK's guardrails are
+the hook it offers around each function call:
+
+* the input guardrail asks the guard; a blocked call is rejected with the blocked message,
+  which is what the model reads, and the tool is not run;
+* the output guardrail records what the model will read (SPEC §11.1) and, for an emitted
+  warning, replaces the output with the same text plus the warning (SPEC §11.2). (The SDK
+  calls that a rejection: ``reject_content`` is its only way to change an output.)
+
+``on_critical="end_run"`` raises :class:`LoopDetectedRunError` (a
+:class:`~loopwatch.LoopDetectedError` and an ``agents.AgentsException``, so the SDK lets it
+through instead of wrapping it in ``UserError``) out of ``Runner.run``. The post-compaction
+abort likewise surfaces as :class:`PostCompactionRunError`.
+
+Sessions: the session is ``RunConfig.group_id`` (the SDK's "conversation or thread id");
+without one, the current trace id when tracing is on (one session per run); otherwise the
+guard is skipped (it logs ``tool loop detection skipped: no session key`` once). The run
+is the trace id when there is a real trace. Pass ``session_key=`` / ``run_id=`` (strings
+or callables taking the ``ToolContext``) to choose yourself.
+
+Not covered, by the SDK's design: calls of unknown tools (the SDK ends the run with
+``ModelBehaviorError``, or answers them itself under ``tool_not_found_behavior=
+"return_error_to_model"`` without any hook), tools of hosted MCP servers and of handoff
+targets (guard those agents too), and errors a tool raised, which reach the output
+guardrail as the error text the model reads and are recorded as that result. The SDK
+has no compaction hook for tools: when you compact a session (for example
+``OpenAIResponsesCompactionSession.run_compaction``) and run again, call
+``guard.compaction_retry(session_key=..., run_id=...)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable, Iterable
+from typing import Any, Final, TypeAlias, TypeVar
+
+from agents import (
+    Agent,
+    AgentsException,
+    FunctionTool,
+    ItemHelpers,
+    ToolGuardrailFunctionOutput,
+    ToolInputGuardrail,
+    ToolInputGuardrailData,
+    ToolOutputGuardrail,
+    ToolOutputGuardrailData,
+    get_current_trace,
+)
+from agents.tool import Tool
+from agents.tool_context import ToolContext
+from openai.types.responses import ResponseFunctionToolCall
+
+from loopwatch.adapter import (
+    AdapterOptions,
+    OnCritical,
+    Outcome,
+    SessionCache,
+    ToolCall,
+    append_warning,
+    render_for_model,
+)
+from loopwatch.compaction import PostCompactionLoopPersistedError
+from loopwatch.detectors import LoopVerdict
+from loopwatch.errors import LoopDetectedError
+from loopwatch.guard import LoopGuard
+
+TContext = TypeVar("TContext")
+
+#: A session key or run id: fixed, or computed from the call's ``ToolContext``.
+IdSource: TypeAlias = "str | Callable[[ToolContext[Any]], object] | None"
+
+#: The id of the SDK's stand-in trace when tracing is off: not a run.
+_NO_OP_TRACE: Final = "no-op"
+#: Name of loopwatch's guardrails in the SDK's guardrail results.
+GUARDRAIL_NAME: Final = "loopwatch"
+
+
+class LoopDetectedRunError(LoopDetectedError, AgentsException):
+    """:class:`LoopDetectedError` in a form the Agents SDK propagates unchanged.
+
+    The SDK wraps exceptions raised around a tool in ``UserError``, except its own
+    ``AgentsException``; this class is both, so ``except LoopDetectedError`` works.
+    """
+
+    def __init__(self, verdict: LoopVerdict) -> None:
+        LoopDetectedError.__init__(self, verdict)
+        self.run_data = None
+
+
+class PostCompactionRunError(PostCompactionLoopPersistedError, AgentsException):
+    """:class:`PostCompactionLoopPersistedError` in a form the Agents SDK propagates."""
+
+    def __init__(self, error: PostCompactionLoopPersistedError) -> None:
+        PostCompactionLoopPersistedError.__init__(
+            self,
+            error.message,
+            count=error.count,
+            tool_name=error.tool_name,
+            detector=error.detector,
+            record=error.record,
+            verdict=error.verdict,
+        )
+        self.run_data = None
+
+
+def _params(arguments: str) -> object:
+    """The call's arguments as the model sent them (the raw text when it is not JSON)."""
+    if not arguments.strip():
+        return {}
+    try:
+        return json.loads(arguments)
+    except ValueError:
+        return arguments
+
+
+def _shown(output: Any, context: ToolContext[Any]) -> object:
+    """What the model reads for ``output``, as the SDK converts it (SPEC §11.1)."""
+    if isinstance(output, str):
+        return output
+    call = context.tool_call
+    if isinstance(call, ResponseFunctionToolCall):
+        try:
+            return ItemHelpers.tool_call_output_item(call, output)["output"]
+        except Exception:
+            # An output the SDK cannot convert fails the run right after this guardrail;
+            # its text is the best record of it meanwhile.
+            pass
+    return str(output)
+
+
+def _real_trace_id() -> str | None:
+    trace = get_current_trace()
+    trace_id = trace.trace_id if trace is not None else None
+    return trace_id if trace_id and trace_id != _NO_OP_TRACE else None
+
+
+class LoopGuardrails:
+    """The pair of tool guardrails that guards function tools with one :class:`LoopGuard`.
+
+    Use :func:`guard_agent` for a whole agent, :meth:`apply` for one tool, or attach
+    :attr:`input` and :attr:`output` to tools yourself (input first, output last).
+
+    Args:
+        guard: the guard (its config, store, listeners and shadow mode apply).
+        session_key: the conversation: a string or a callable taking the ``ToolContext``
+            (default: ``RunConfig.group_id``, else the trace id).
+        run_id: the agent run, likewise (default: the trace id, when tracing is on).
+        agent_id: the agent, for ``openclaw_config`` per-agent blocks.
+        warn_model: append an emitted warning to the output the model reads.
+        on_critical: ``"block_call"`` (reject the call with the message; the run goes on)
+            or ``"end_run"`` (raise :class:`LoopDetectedRunError` out of ``Runner.run``).
+        max_pending: how many started calls to remember until their output arrives.
+    """
+
+    def __init__(
+        self,
+        guard: LoopGuard,
+        *,
+        session_key: IdSource = None,
+        run_id: IdSource = None,
+        agent_id: str | None = None,
+        warn_model: bool = True,
+        on_critical: OnCritical = "block_call",
+        max_pending: int = 4096,
+    ) -> None:
+        self.guard = guard
+        self.agent_id = agent_id
+        self.options = AdapterOptions(warn_model=warn_model, on_critical=on_critical)
+        self._session_key = session_key
+        self._run_id = run_id
+        # Calls between their input and output guardrail, by session and call id: the
+        # SDK may run input guardrails twice for one call (before and after approval).
+        self._pending: SessionCache[ToolCall] = SessionCache(max_pending)
+        self.input: ToolInputGuardrail[Any] = ToolInputGuardrail(self._before, name=GUARDRAIL_NAME)
+        self.output: ToolOutputGuardrail[Any] = ToolOutputGuardrail(
+            self._after, name=GUARDRAIL_NAME
+        )
+
+    def _ids(self, context: ToolContext[Any]) -> tuple[object, object]:
+        trace_id = _real_trace_id()
+        if callable(self._session_key):
+            session: object = self._session_key(context)
+        elif self._session_key is not None:
+            session = self._session_key
+        else:
+            group = context.run_config.group_id if context.run_config is not None else None
+            session = group or trace_id
+        run = self._run_id(context) if callable(self._run_id) else self._run_id
+        return session, run if run is not None else trace_id
+
+    @staticmethod
+    def _key(session: object, context: ToolContext[Any]) -> str:
+        return f"{session}\x00{context.tool_call_id}"
+
+    async def _before(self, data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
+        context = data.context
+        session, run = self._ids(context)
+        key = self._key(session, context)
+        if self._pending.get(key) is not None:
+            return ToolGuardrailFunctionOutput.allow()
+        tc = ToolCall(
+            self.guard,
+            context.tool_name,
+            _params(context.tool_arguments),
+            session_key=session,
+            run_id=run,
+            tool_call_id=context.tool_call_id,
+            agent_id=self.agent_id,
+            options=self.options,
+        )
+        try:
+            decision = await tc.astart()
+        except LoopDetectedError as exc:
+            raise LoopDetectedRunError(exc.verdict) from None
+        if tc.blocked:
+            return ToolGuardrailFunctionOutput.reject_content(
+                tc.message or "", output_info=decision
+            )
+        self._pending.put(key, tc)
+        return ToolGuardrailFunctionOutput.allow(output_info=decision)
+
+    async def _after(self, data: ToolOutputGuardrailData) -> ToolGuardrailFunctionOutput:
+        context = data.context
+        session, _run = self._ids(context)
+        tc = self._pending.pop(self._key(session, context))
+        if tc is None:
+            return ToolGuardrailFunctionOutput.allow()
+        shown = _shown(data.output, context)
+        tc.outcome(Outcome(result=shown))
+        try:
+            await tc.afinish()
+        except PostCompactionLoopPersistedError as exc:
+            raise PostCompactionRunError(exc) from None
+        warning = tc.warning
+        if warning is None:
+            return ToolGuardrailFunctionOutput.allow(output_info=tc.decision)
+        text = shown if isinstance(shown, str) else render_for_model(shown)
+        return ToolGuardrailFunctionOutput.reject_content(
+            str(append_warning(text, warning)), output_info=tc.decision
+        )
+
+    def apply(self, tool: FunctionTool) -> FunctionTool:
+        """A copy of ``tool`` with loopwatch's guardrails around it (the original is kept)."""
+        inputs = [g for g in tool.tool_input_guardrails or () if g is not self.input]
+        outputs = [g for g in tool.tool_output_guardrails or () if g is not self.output]
+        return dataclasses.replace(
+            tool,
+            tool_input_guardrails=[self.input, *inputs],
+            tool_output_guardrails=[*outputs, self.output],
+        )
+
+    def apply_all(self, tools: Iterable[Tool]) -> list[Tool]:
+        """``tools`` with every ``FunctionTool`` guarded; other tools are kept as they are."""
+        return [self.apply(t) if isinstance(t, FunctionTool) else t for t in tools]
+
+
+def guard_agent(
+    agent: Agent[TContext],
+    guard: LoopGuard,
+    *,
+    session_key: IdSource = None,
+    run_id: IdSource = None,
+    agent_id: str | None = None,
+    warn_model: bool = True,
+    on_critical: OnCritical = "block_call",
+) -> Agent[TContext]:
+    """A copy of ``agent`` whose every function tool is guarded by ``guard``.
+
+    Args:
+        agent: the agent; it is not changed.
+        guard: the guard.
+        session_key: see :class:`LoopGuardrails`.
+        run_id: see :class:`LoopGuardrails`.
+        agent_id: the agent, for ``openclaw_config`` per-agent blocks (default: none).
+        warn_model: append an emitted warning to the output the model reads.
+        on_critical: ``"block_call"`` or ``"end_run"``.
+
+    Returns:
+        The guarded copy (``agent.clone(tools=...)``).
+    """
+    guardrails = LoopGuardrails(
+        guard,
+        session_key=session_key,
+        run_id=run_id,
+        agent_id=agent_id,
+        warn_model=warn_model,
+        on_critical=on_critical,
+    )
+    return agent.clone(tools=guardrails.apply_all(agent.tools))
+
+
+__all__ = [
+    "GUARDRAIL_NAME",
+    "LoopDetectedRunError",
+    "LoopGuardrails",
+    "PostCompactionRunError",
+    "guard_agent",
+]

@@ -1,0 +1,192 @@
+"""pydantic-ai: a capability that guards every tool call of an agent.
+
+::
+
+    from pydantic_ai import Agent
+    from loopwatch import LoopGuard
+    from loopwatch.integrations.pydantic_ai import LoopGuardCapability
+
+    guard = LoopGuard({"enabled": True})
+    agent = Agent("openai:gpt-5", tools=[read_file], capabilities=[LoopGuardCapability(guard)])
+    agent.run_sync("...", conversation_id="conversation-42")
+
+A capability sees both sides of the loop, so it does everything SPEC §11 asks:
+
+* ``wrap_tool_execute``: every validated tool call goes through the guard. A blocked call
+  is answered with ``ToolFailed`` carrying the blocked message (the model reads a failed
+  tool result; the tool is not run; no retry budget is used). An emitted warning is
+  appended to the result after the original was recorded: to a string result itself,
+  otherwise as the ``content`` of a ``ToolReturn``, which pydantic-ai sends next to it.
+* ``after_model_request``: each model response goes through the stream-level
+  :class:`~loopwatch.UnknownToolStreamGuard` (SPEC §5.7), and a response that keeps
+  calling the same missing tool is replaced by a plain answer. Calls of tools the agent
+  does not have are recorded as failed calls naming the tool (pydantic-ai answers them
+  itself and never reaches ``wrap_tool_execute``). A response carrying a
+  ``CompactionPart`` (provider-side compaction) arms the post-compaction guard.
+
+Sessions and runs: the session is the run's ``conversation_id`` (the one you pass, the one
+of ``message_history``, or a fresh one per run) and the run is its ``run_id``. Pass
+``session_key=`` / ``run_id=`` (strings or callables taking the ``RunContext``) to choose
+yourself. If you compact the history yourself (a history processor) and run again, call
+``guard.compaction_retry(session_key=..., run_id=...)``.
+
+``on_critical="end_run"`` raises :class:`~loopwatch.LoopDetectedError` out of ``run``;
+:class:`~loopwatch.PostCompactionLoopPersistedError` ends the run in every mode.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, NoReturn, TypeAlias
+
+from pydantic_ai import RunContext, ToolFailed, ToolReturn
+from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models import ModelRequestContext
+from pydantic_ai.tools import ToolDefinition
+
+from loopwatch.adapter import (
+    WARNING_SEPARATOR,
+    AdapterOptions,
+    OnCritical,
+    Outcome,
+    StreamGuards,
+    ToolCall,
+    aguarded_call,
+    append_warning,
+    unknown_tool_error,
+)
+from loopwatch.guard import LoopGuard
+
+#: A session key or run id: fixed, or computed from the run's ``RunContext``.
+IdSource: TypeAlias = "str | Callable[[RunContext[Any]], object] | None"
+
+#: ``part_kind`` of a provider's compaction summary in a model response.
+COMPACTION_PART: Final = "compaction"
+
+
+class _ToolResults:
+    """How pydantic-ai shows a tool call to the model: its return value (SPEC §11.1)."""
+
+    def blocked(self, message: str) -> NoReturn:
+        """A failed tool result carrying the blocked message."""
+        raise ToolFailed(message)
+
+    def outcome(self, answer: Any) -> Outcome:
+        """The tool's return value (a ``ToolReturn``'s ``return_value``)."""
+        if isinstance(answer, ToolReturn):
+            return Outcome(result=answer.return_value)
+        return Outcome(result=answer)
+
+    def add_warning(self, answer: Any, warning: str) -> Any:
+        """A string gets the warning appended; anything else gets it as extra content."""
+        if isinstance(answer, str):
+            return append_warning(answer, warning)
+        if isinstance(answer, ToolReturn):
+            content = answer.content
+            if content is None:
+                merged: str | Sequence[Any] = warning
+            elif isinstance(content, str):
+                merged = f"{content}{WARNING_SEPARATOR}{warning}"
+            else:
+                merged = [*content, warning]
+            return dataclasses.replace(answer, content=merged)
+        return ToolReturn(return_value=answer, content=warning)
+
+
+_RESULTS: Final = _ToolResults()
+
+
+@dataclass
+class LoopGuardCapability(AbstractCapability[Any]):
+    """Guards every tool call of a pydantic-ai agent with a :class:`LoopGuard`.
+
+    Args:
+        guard: the guard (its config, store, listeners and shadow mode apply).
+        session_key: the conversation: a string or a callable taking the ``RunContext``
+            (default: the run's ``conversation_id``).
+        run_id: the agent run, likewise (default: the run's ``run_id``).
+        agent_id: the agent, for ``openclaw_config`` per-agent blocks.
+        warn_model: append an emitted warning to what the model reads.
+        on_critical: ``"block_call"`` (a failed tool result; the run goes on) or
+            ``"end_run"`` (``run`` raises :class:`~loopwatch.LoopDetectedError`).
+    """
+
+    guard: LoopGuard
+    session_key: IdSource = None
+    run_id: IdSource = None
+    agent_id: str | None = None
+    warn_model: bool = True
+    on_critical: OnCritical = "block_call"
+    options: AdapterOptions = field(init=False, repr=False)
+    streams: StreamGuards = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.options = AdapterOptions(warn_model=self.warn_model, on_critical=self.on_critical)
+        self.streams = StreamGuards(self.guard)
+
+    def _ids(self, ctx: RunContext[Any]) -> tuple[object, object]:
+        session = self.session_key(ctx) if callable(self.session_key) else self.session_key
+        run = self.run_id(ctx) if callable(self.run_id) else self.run_id
+        return (
+            session if session is not None else ctx.conversation_id,
+            run if run is not None else ctx.run_id,
+        )
+
+    def _call(self, ctx: RunContext[Any], call: ToolCallPart) -> ToolCall:
+        session, run = self._ids(ctx)
+        return ToolCall(
+            self.guard,
+            call.tool_name,
+            call.args_as_dict(),
+            session_key=session,
+            run_id=run,
+            tool_call_id=call.tool_call_id,
+            agent_id=self.agent_id,
+            options=self.options,
+        )
+
+    async def wrap_tool_execute(
+        self,
+        ctx: RunContext[Any],
+        *,
+        call: ToolCallPart,
+        tool_def: ToolDefinition,
+        args: dict[str, Any],
+        handler: Callable[[dict[str, Any]], Any],
+    ) -> Any:
+        """Guard one tool call (see the module docs)."""
+        return await aguarded_call(self._call(ctx, call), lambda: handler(args), _RESULTS)
+
+    async def after_model_request(
+        self,
+        ctx: RunContext[Any],
+        *,
+        request_context: ModelRequestContext,
+        response: ModelResponse,
+    ) -> ModelResponse:
+        """Arm on compaction, screen the response, record calls of unknown tools."""
+        session, run = self._ids(ctx)
+        if any(part.part_kind == COMPACTION_PART for part in response.parts):
+            await self.guard.acompaction_retry(
+                session_key=session, run_id=run, agent_id=self.agent_id
+            )
+        known = request_context.model_request_parameters.tool_defs
+        calls = [part for part in response.parts if isinstance(part, ToolCallPart)]
+        text = self.streams.observe(
+            session, [c.tool_name for c in calls], list(known), agent_id=self.agent_id
+        )
+        if text is not None:
+            return dataclasses.replace(response, parts=[TextPart(content=text)])
+        for unknown in (c for c in calls if c.tool_name not in known):
+            tc = self._call(ctx, unknown)
+            await tc.astart()
+            if not tc.blocked:
+                tc.error(unknown_tool_error(unknown.tool_name))
+                await tc.afinish()
+        return response
+
+
+__all__ = ["LoopGuardCapability"]

@@ -1,0 +1,294 @@
+"""LangChain v1: a real ``create_agent`` agent with a scripted chat model that loops."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pytest
+from integration_support import (
+    ARGS,
+    BLOCK_AT,
+    CONFIG,
+    CRITICAL,
+    RESULT,
+    TOOL,
+    WARN_AT,
+    WARNED_RESULT,
+    Counter,
+    make_guard,
+)
+from langchain.agents import create_agent
+from langchain.agents.middleware import SummarizationMiddleware
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import StructuredTool
+from langgraph.checkpoint.memory import InMemorySaver
+from pydantic import ConfigDict
+
+from loopwatch import LoopDetectedError, PostCompactionLoopPersistedError
+from loopwatch import messages as texts
+from loopwatch.integrations.langchain import LoopGuardMiddleware
+
+RUN_CONFIG = RunnableConfig(recursion_limit=200)
+GO: Any = {"messages": [{"role": "user", "content": "go"}]}
+Script = Callable[[Sequence[BaseMessage]], AIMessage]
+
+
+class ScriptedChatModel(BaseChatModel):
+    """A chat model whose every answer is computed by ``script`` from the conversation.
+
+    LangChain's own fakes cannot call tools (``GenericFakeChatModel`` has no
+    ``bind_tools``); this one ignores the bound tools and lets the script decide.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    script: Script
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedChatModel:
+        return self
+
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> ChatResult:
+        return ChatResult(generations=[ChatGeneration(message=self.script(messages))])
+
+
+def looping(tool: str = TOOL, args: dict[str, Any] = ARGS, max_calls: int = 20) -> Script:
+    """Calls ``tool(**args)`` every turn; stops when told CRITICAL or after ``max_calls``
+    calls since the user's last message."""
+
+    def script(messages: Sequence[BaseMessage]) -> AIMessage:
+        calls = 0
+        for message in reversed(messages):
+            if message.type == "human":
+                break
+            calls += isinstance(message, AIMessage) and bool(message.tool_calls)
+        last = messages[-1]
+        if isinstance(last, ToolMessage) and "CRITICAL" in str(last.content):
+            return AIMessage(content="stopping: the loop guard blocked me")
+        if calls >= max_calls:
+            return AIMessage(content="done")
+        return AIMessage(
+            content="",
+            tool_calls=[{"name": tool, "args": args, "id": f"call-{uuid.uuid4().hex[:8]}"}],
+        )
+
+    return script
+
+
+def tool_messages(state: dict[str, Any]) -> list[ToolMessage]:
+    return [m for m in state["messages"] if isinstance(m, ToolMessage)]
+
+
+def read_tool(counter: Counter, *, asynchronous: bool = False) -> StructuredTool:
+    def read_file(path: str) -> str:
+        """Read a file."""
+        return counter()
+
+    async def aread_file(path: str) -> str:
+        """Read a file."""
+        return counter()
+
+    if asynchronous:
+        return StructuredTool.from_function(coroutine=aread_file, name=TOOL)
+    return StructuredTool.from_function(func=read_file, name=TOOL)
+
+
+def test_warning_reaches_the_model_then_the_call_is_blocked() -> None:
+    guard, events = make_guard()
+    counter = Counter()
+    agent = create_agent(
+        ScriptedChatModel(script=looping()),
+        tools=[read_tool(counter)],
+        middleware=[LoopGuardMiddleware(guard)],
+    )
+    state = agent.invoke(GO, RUN_CONFIG)
+
+    shown = tool_messages(state)
+    assert counter.calls == BLOCK_AT - 1  # the blocked call never ran the tool
+    assert [m.content for m in shown[: WARN_AT - 1]] == [RESULT] * (WARN_AT - 1)
+    assert shown[WARN_AT - 1].content == WARNED_RESULT
+    assert shown[WARN_AT].content == RESULT  # the next warning is suppressed (same bucket)
+    blocked = shown[BLOCK_AT - 1]
+    assert (blocked.content, blocked.status, blocked.name) == (CRITICAL, "error", TOOL)
+    assert len(shown) == BLOCK_AT
+    assert state["messages"][-1].content == "stopping: the loop guard blocked me"
+    assert [e.type for e in events] == ["tool.loop", "tool.loop", "tool.execution.blocked"]
+
+
+def test_warn_model_off_shows_the_original_result() -> None:
+    guard, _ = make_guard()
+    agent = create_agent(
+        ScriptedChatModel(script=looping()),
+        tools=[read_tool(Counter())],
+        middleware=[LoopGuardMiddleware(guard, warn_model=False)],
+    )
+    state = agent.invoke(GO, RUN_CONFIG)
+    shown = tool_messages(state)
+    assert shown[WARN_AT - 1].content == RESULT
+    assert shown[BLOCK_AT - 1].content == CRITICAL
+
+
+def test_end_run_raises_out_of_invoke() -> None:
+    guard, _ = make_guard()
+    counter = Counter()
+    agent = create_agent(
+        ScriptedChatModel(script=looping()),
+        tools=[read_tool(counter)],
+        middleware=[LoopGuardMiddleware(guard, on_critical="end_run")],
+    )
+    with pytest.raises(LoopDetectedError) as caught:
+        agent.invoke(GO, RUN_CONFIG)
+    assert str(caught.value) == CRITICAL
+    assert caught.value.verdict.detector == "generic_repeat"
+    assert counter.calls == BLOCK_AT - 1
+
+
+def test_shadow_mode_never_blocks() -> None:
+    guard, events = make_guard(enforce=False)
+    counter = Counter()
+    agent = create_agent(
+        ScriptedChatModel(script=looping(max_calls=16)),
+        tools=[read_tool(counter)],
+        middleware=[LoopGuardMiddleware(guard, on_critical="end_run")],
+    )
+    state = agent.invoke(GO, RUN_CONFIG)
+    assert counter.calls == 16
+    assert all(m.status != "error" for m in tool_messages(state))
+    blocks = [e.to_dict() for e in events if e.type == "tool.loop"]
+    assert [b["action"] for b in blocks] == ["warn"] + ["block"] * 4
+    assert not any(e.type == "tool.execution.blocked" for e in events)
+
+
+async def test_async_agent() -> None:
+    guard, _ = make_guard()
+    counter = Counter()
+    agent = create_agent(
+        ScriptedChatModel(script=looping()),
+        tools=[read_tool(counter, asynchronous=True)],
+        middleware=[LoopGuardMiddleware(guard)],
+    )
+    state = await agent.ainvoke(GO, RUN_CONFIG)
+    shown = tool_messages(state)
+    assert counter.calls == BLOCK_AT - 1
+    assert shown[WARN_AT - 1].content == WARNED_RESULT
+    assert shown[BLOCK_AT - 1].content == CRITICAL
+
+
+async def test_async_end_run() -> None:
+    guard, _ = make_guard()
+    agent = create_agent(
+        ScriptedChatModel(script=looping()),
+        tools=[read_tool(Counter(), asynchronous=True)],
+        middleware=[LoopGuardMiddleware(guard, on_critical="end_run")],
+    )
+    with pytest.raises(LoopDetectedError):
+        await agent.ainvoke(GO, RUN_CONFIG)
+
+
+def test_the_thread_is_the_session_and_each_invocation_a_run() -> None:
+    guard, _ = make_guard()
+    agent = create_agent(
+        ScriptedChatModel(script=looping(max_calls=3)),
+        tools=[read_tool(Counter())],
+        middleware=[LoopGuardMiddleware(guard)],
+        checkpointer=InMemorySaver(),
+    )
+    config = RunnableConfig(recursion_limit=200, configurable={"thread_id": "thread-7"})
+    agent.invoke(GO, config)
+    agent.invoke({"messages": [{"role": "user", "content": "again"}]}, config)
+    history = guard.history(session_key="thread-7")
+    assert len(history) == 6
+    first, second = history[0].run_id, history[3].run_id
+    assert first and second and first != second
+    assert [r.run_id for r in history] == [first] * 3 + [second] * 3
+
+
+def test_a_run_id_in_the_config_is_the_run() -> None:
+    guard, _ = make_guard()
+    agent = create_agent(
+        ScriptedChatModel(script=looping(max_calls=2)),
+        tools=[read_tool(Counter())],
+        middleware=[LoopGuardMiddleware(guard, session_key="s")],
+    )
+    run_id = uuid.uuid4()
+    agent.invoke(GO, RunnableConfig(recursion_limit=200, run_id=run_id))
+    assert {r.run_id for r in guard.history(session_key="s")} == {str(run_id)}
+
+
+def test_without_a_thread_each_invocation_is_its_own_session() -> None:
+    guard, _ = make_guard()
+    counter = Counter()
+    agent = create_agent(
+        ScriptedChatModel(script=looping(max_calls=8)),
+        tools=[read_tool(counter)],
+        middleware=[LoopGuardMiddleware(guard)],
+    )
+    for _ in range(3):  # 24 identical calls in all, but never 13 in one session
+        agent.invoke(GO, RUN_CONFIG)
+    assert counter.calls == 24
+
+
+def test_session_key_option() -> None:
+    guard, _ = make_guard()
+    agent = create_agent(
+        ScriptedChatModel(script=looping(max_calls=2)),
+        tools=[read_tool(Counter())],
+        middleware=[LoopGuardMiddleware(guard, session_key=lambda request: "mine")],
+    )
+    agent.invoke(GO, RUN_CONFIG)
+    assert len(guard.history(session_key="mine")) == 2
+
+
+def test_unknown_tool_is_recorded_as_a_failed_call_and_the_stream_guard_answers() -> None:
+    guard, _ = make_guard(config={**CONFIG, "unknownToolThreshold": 3})
+    counter = Counter()
+    agent = create_agent(
+        ScriptedChatModel(script=looping(tool="open_file", max_calls=20)),
+        tools=[read_tool(counter)],
+        middleware=[LoopGuardMiddleware(guard, session_key="s")],
+    )
+    state = agent.invoke(GO, RUN_CONFIG)
+    history = guard.history(session_key="s")
+    assert [r.unknown_tool_name for r in history] == ["open_file"] * 3
+    assert all(r.result_hash and r.result_hash.startswith("error:") for r in history)
+    # The model saw LangChain's own error for each call...
+    assert all("is not a valid tool" in str(m.content) for m in tool_messages(state))
+    # ...and its 4th message calling the missing tool was replaced (SPEC §5.7).
+    final = state["messages"][-1]
+    assert isinstance(final, AIMessage) and not final.tool_calls
+    assert final.content == texts.UNKNOWN_TOOL_STREAM.format(name="open_file")
+    assert counter.calls == 0
+
+
+def test_a_summary_arms_the_post_compaction_guard_and_a_persisting_loop_ends_the_run() -> None:
+    guard, events = make_guard()
+    counter = Counter()
+    summarize = SummarizationMiddleware(
+        ScriptedChatModel(script=looping()),
+        trigger=("messages", 10),
+        keep=("messages", 2),
+        summarizer=lambda messages: "we kept reading notes.txt",
+    )
+    agent = create_agent(
+        ScriptedChatModel(script=looping()),
+        tools=[read_tool(counter)],
+        # Middleware with different state schemas in one list: LangChain's list type is
+        # invariant in the state, so a type checker wants the list annotated.
+        middleware=[summarize, LoopGuardMiddleware(guard)],  # type: ignore[list-item]
+    )
+    with pytest.raises(PostCompactionLoopPersistedError) as caught:
+        agent.invoke(GO, RUN_CONFIG)
+    armed = [e.to_dict() for e in events if e.type == "guard.armed"]
+    assert len(armed) == 1 and armed[0]["windowSize"] == 3
+    # Summarised before the 6th model call; the 3 identical calls after it abort.
+    assert counter.calls == 5 + 3
+    assert caught.value.tool_name == TOOL and caught.value.count == 3

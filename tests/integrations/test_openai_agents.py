@@ -1,0 +1,227 @@
+"""OpenAI Agents SDK: a real ``Agent`` run by ``Runner`` with a scripted model that loops.
+
+The model is the SDK's own ``agents.testing.ScriptedModel``: each step computes the
+answer from what the model was sent. Tracing is off (and the one test that turns it on
+first removes every trace processor), so nothing leaves the process.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from agents import (
+    Agent,
+    FunctionTool,
+    RunConfig,
+    Runner,
+    function_tool,
+    set_trace_processors,
+    set_tracing_disabled,
+)
+from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
+from integration_support import (
+    ARGS,
+    BLOCK_AT,
+    CRITICAL,
+    RESULT,
+    TOOL,
+    WARN_AT,
+    WARNED_RESULT,
+    Counter,
+    make_guard,
+)
+
+from loopwatch import LoopDetectedError, LoopGuard, PostCompactionLoopPersistedError
+from loopwatch.integrations.openai_agents import (
+    LoopDetectedRunError,
+    LoopGuardrails,
+    PostCompactionRunError,
+    guard_agent,
+)
+
+set_tracing_disabled(True)
+
+SESSION = "conversation-1"
+RUN = RunConfig(group_id=SESSION)
+MAX_TURNS = 60
+
+
+def outputs(call: ModelCall) -> list[str]:
+    """The tool outputs the model has read so far, in order."""
+    items = call.input if isinstance(call.input, list) else []
+    return [
+        str(item.get("output"))
+        for item in items
+        if isinstance(item, dict) and item.get("type") == "function_call_output"
+    ]
+
+
+class LoopingModel(ScriptedModel):
+    """Calls ``read_file`` with the same arguments until it reads CRITICAL or made
+    ``max_calls`` calls; remembers every output it read."""
+
+    def __init__(self, max_calls: int = 20) -> None:
+        self.read: list[str] = []
+        self.max_calls = max_calls
+        self._ids = itertools.count(1)
+        super().__init__([ModelStep.respond(self._respond) for _ in range(max_calls + 2)])
+
+    def _respond(self, call: ModelCall) -> list[Any]:
+        self.read = outputs(call)
+        if self.read and "CRITICAL" in self.read[-1]:
+            return [assistant_message("stopping: the loop guard blocked me")]
+        if len(self.read) >= self.max_calls:
+            return [assistant_message("done")]
+        return [function_call(TOOL, ARGS, call_id=f"call-{next(self._ids)}")]
+
+
+def make_agent(model: LoopingModel, counter: Counter, *, asynchronous: bool = False) -> Agent[Any]:
+    def read_file(path: str) -> str:
+        """Read a file."""
+        return counter()
+
+    async def aread_file(path: str) -> str:
+        """Read a file."""
+        return counter()
+
+    tool = (
+        function_tool(aread_file, name_override=TOOL) if asynchronous else function_tool(read_file)
+    )
+    return Agent(name="reader", model=model, tools=[tool])
+
+
+async def run(agent: Agent[Any], run_config: RunConfig = RUN) -> Any:
+    return await Runner.run(agent, "go", max_turns=MAX_TURNS, run_config=run_config)
+
+
+async def test_warning_reaches_the_model_then_the_call_is_blocked() -> None:
+    guard, events = make_guard()
+    counter, model = Counter(), LoopingModel()
+    result = await run(guard_agent(make_agent(model, counter), guard))
+
+    assert counter.calls == BLOCK_AT - 1
+    assert model.read[: WARN_AT - 1] == [RESULT] * (WARN_AT - 1)
+    assert model.read[WARN_AT - 1] == WARNED_RESULT
+    assert model.read[WARN_AT] == RESULT
+    assert model.read[BLOCK_AT - 1] == CRITICAL
+    assert len(model.read) == BLOCK_AT
+    assert result.final_output == "stopping: the loop guard blocked me"
+    assert [e.type for e in events] == ["tool.loop", "tool.loop", "tool.execution.blocked"]
+    assert len(guard.history(session_key=SESSION)) == BLOCK_AT - 1
+
+
+async def test_the_original_agent_is_not_changed() -> None:
+    guard, _ = make_guard()
+    agent = make_agent(LoopingModel(), Counter())
+    guarded = guard_agent(agent, guard)
+    assert guarded is not agent
+    (original,), (copy,) = agent.tools, guarded.tools
+    assert isinstance(original, FunctionTool) and isinstance(copy, FunctionTool)
+    assert not original.tool_input_guardrails
+    assert copy.tool_input_guardrails
+
+
+async def test_warn_model_off() -> None:
+    guard, _ = make_guard()
+    model = LoopingModel()
+    await run(guard_agent(make_agent(model, Counter()), guard, warn_model=False))
+    assert model.read[WARN_AT - 1] == RESULT
+    assert model.read[BLOCK_AT - 1] == CRITICAL
+
+
+async def test_end_run_raises_out_of_the_runner() -> None:
+    guard, _ = make_guard()
+    counter = Counter()
+    agent = guard_agent(make_agent(LoopingModel(), counter), guard, on_critical="end_run")
+    with pytest.raises(LoopDetectedError) as caught:
+        await run(agent)
+    assert isinstance(caught.value, LoopDetectedRunError)
+    assert str(caught.value) == CRITICAL
+    assert counter.calls == BLOCK_AT - 1
+
+
+async def test_shadow_mode_never_blocks() -> None:
+    guard, events = make_guard(enforce=False)
+    counter, model = Counter(), LoopingModel(max_calls=16)
+    agent = guard_agent(make_agent(model, counter), guard, on_critical="end_run")
+    result = await run(agent)
+    assert counter.calls == 16
+    assert result.final_output == "done"
+    assert "CRITICAL" not in "".join(model.read)
+    assert not any(e.type == "tool.execution.blocked" for e in events)
+    assert sum(e.type == "tool.loop" for e in events) == 1 + 4  # a warning, 4 would-be blocks
+
+
+async def test_async_tool() -> None:
+    guard, _ = make_guard()
+    counter, model = Counter(), LoopingModel()
+    await run(guard_agent(make_agent(model, counter, asynchronous=True), guard))
+    assert counter.calls == BLOCK_AT - 1
+    assert model.read[WARN_AT - 1] == WARNED_RESULT
+    assert model.read[BLOCK_AT - 1] == CRITICAL
+
+
+def test_sync_runner() -> None:
+    guard, _ = make_guard()
+    counter, model = Counter(), LoopingModel()
+    agent = guard_agent(make_agent(model, counter), guard)
+    Runner.run_sync(agent, "go", max_turns=MAX_TURNS, run_config=RUN)
+    assert counter.calls == BLOCK_AT - 1
+    assert model.read[BLOCK_AT - 1] == CRITICAL
+
+
+async def test_session_key_and_run_id_options() -> None:
+    guard, _ = make_guard()
+    keys: Callable[[Any], object] = lambda context: f"user-{context.tool_name}"  # noqa: E731
+    agent = guard_agent(
+        make_agent(LoopingModel(max_calls=2), Counter()), guard, session_key=keys, run_id="r-1"
+    )
+    await run(agent, RunConfig())
+    history = guard.history(session_key=f"user-{TOOL}")
+    assert [(r.run_id, r.tool_call_id) for r in history] == [("r-1", "call-1"), ("r-1", "call-2")]
+
+
+async def test_without_a_session_nothing_is_guarded() -> None:
+    guard, _ = make_guard()
+    counter = Counter()
+    await run(guard_agent(make_agent(LoopingModel(), counter), guard), RunConfig())
+    assert counter.calls == 20  # tracing is off and no group id: no session, no blocks
+
+
+async def test_with_tracing_on_the_trace_is_the_session_and_the_run() -> None:
+    # Tracing on, but with no processor: trace ids exist and nothing is exported.
+    set_trace_processors([])
+    set_tracing_disabled(False)
+    try:
+        guard, _ = make_guard()
+        counter = Counter()
+        await run(guard_agent(make_agent(LoopingModel(), counter), guard), RunConfig())
+    finally:
+        set_tracing_disabled(True)
+    assert counter.calls == BLOCK_AT - 1
+
+
+async def test_post_compaction_abort_ends_the_run() -> None:
+    guard, _ = make_guard()
+    guard.compaction_retry(session_key=SESSION)  # the host compacted the session
+    counter = Counter()
+    with pytest.raises(PostCompactionLoopPersistedError) as caught:
+        await run(guard_agent(make_agent(LoopingModel(), counter), guard))
+    assert isinstance(caught.value, PostCompactionRunError)
+    assert (caught.value.tool_name, caught.value.count) == (TOOL, 3)
+    assert counter.calls == 3
+
+
+async def test_existing_guardrails_keep_their_place() -> None:
+    guard = LoopGuard()
+    rails = LoopGuardrails(guard)
+    agent = make_agent(LoopingModel(), Counter())
+    (tool,) = agent.tools
+    assert isinstance(tool, FunctionTool)
+    once = rails.apply(tool)
+    twice = rails.apply(once)
+    assert twice.tool_input_guardrails == [rails.input]
+    assert twice.tool_output_guardrails == [rails.output]

@@ -1,0 +1,213 @@
+"""pydantic-ai: a real ``Agent`` with a ``FunctionModel`` that loops."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+from integration_support import (
+    ARGS,
+    BLOCK_AT,
+    CONFIG,
+    CRITICAL,
+    RESULT,
+    TOOL,
+    WARN_AT,
+    WARNED_RESULT,
+    WARNING,
+    Counter,
+    make_guard,
+)
+from pydantic_ai import Agent, ToolReturn
+from pydantic_ai.messages import (
+    CompactionPart,
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.usage import UsageLimits
+
+from loopwatch import LoopDetectedError, LoopGuard, PostCompactionLoopPersistedError
+from loopwatch import messages as texts
+from loopwatch.integrations.pydantic_ai import LoopGuardCapability
+
+LIMITS = UsageLimits(request_limit=100)
+
+
+class LoopingModel:
+    """A ``FunctionModel`` function: calls ``tool(**args)`` until it reads CRITICAL or made
+    ``max_calls`` calls. Remembers the tool results it read, and what came with them."""
+
+    def __init__(
+        self, tool: str = TOOL, max_calls: int = 20, compact_at: int | None = None
+    ) -> None:
+        self.tool = tool
+        self.max_calls = max_calls
+        self.compact_at = compact_at
+        self.read: list[Any] = []
+        self.notes: list[str] = []
+        self._ids = itertools.count(1)
+
+    def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        self.read, self.notes = [], []
+        for message in messages:
+            if isinstance(message, ModelRequest):
+                for part in message.parts:
+                    if isinstance(part, ToolReturnPart):
+                        self.read.append(part.content)
+                    elif isinstance(part, UserPromptPart) and part.content != "go":
+                        self.notes.append(str(part.content))
+        last = self.read[-1] if self.read else None
+        if isinstance(last, str) and "CRITICAL" in last:
+            return ModelResponse(parts=[TextPart("stopping: the loop guard blocked me")])
+        if len(self.read) >= self.max_calls:
+            return ModelResponse(parts=[TextPart("done")])
+        parts: list[Any] = [ToolCallPart(self.tool, dict(ARGS), f"call-{next(self._ids)}")]
+        if self.compact_at is not None and len(self.read) == self.compact_at:
+            parts.insert(0, CompactionPart(content="we kept reading notes.txt"))
+        return ModelResponse(parts=parts)
+
+
+def make_agent(
+    model: LoopingModel, counter: Counter, capability: LoopGuardCapability, **kw: Any
+) -> Agent[None, str]:
+    agent: Agent[None, str] = Agent(FunctionModel(model), capabilities=[capability], **kw)
+
+    @agent.tool_plain(name=TOOL)
+    def read_file(path: str) -> str:
+        """Read a file."""
+        return counter()
+
+    return agent
+
+
+def test_warning_reaches_the_model_then_the_call_is_blocked() -> None:
+    guard, events = make_guard()
+    counter, model = Counter(), LoopingModel()
+    agent = make_agent(model, counter, LoopGuardCapability(guard))
+    result = agent.run_sync("go", conversation_id="conv-1", usage_limits=LIMITS)
+
+    assert counter.calls == BLOCK_AT - 1
+    assert model.read[: WARN_AT - 1] == [RESULT] * (WARN_AT - 1)
+    assert model.read[WARN_AT - 1] == WARNED_RESULT
+    assert model.read[WARN_AT] == RESULT
+    assert model.read[BLOCK_AT - 1] == CRITICAL
+    assert result.output == "stopping: the loop guard blocked me"
+    assert [e.type for e in events] == ["tool.loop", "tool.loop", "tool.execution.blocked"]
+    history = guard.history(session_key="conv-1")
+    assert len(history) == BLOCK_AT - 1
+    assert {r.run_id for r in history} == {result.run_id}
+
+
+def test_warn_model_off() -> None:
+    guard, _ = make_guard()
+    model = LoopingModel()
+    agent = make_agent(model, Counter(), LoopGuardCapability(guard, warn_model=False))
+    agent.run_sync("go", usage_limits=LIMITS)
+    assert model.read[WARN_AT - 1] == RESULT
+    assert model.read[BLOCK_AT - 1] == CRITICAL
+
+
+def test_end_run_raises_out_of_run() -> None:
+    guard, _ = make_guard()
+    counter = Counter()
+    agent = make_agent(LoopingModel(), counter, LoopGuardCapability(guard, on_critical="end_run"))
+    with pytest.raises(LoopDetectedError) as caught:
+        agent.run_sync("go", usage_limits=LIMITS)
+    assert str(caught.value) == CRITICAL
+    assert counter.calls == BLOCK_AT - 1
+
+
+def test_shadow_mode_never_blocks() -> None:
+    guard, events = make_guard(enforce=False)
+    counter, model = Counter(), LoopingModel(max_calls=16)
+    agent = make_agent(model, counter, LoopGuardCapability(guard, on_critical="end_run"))
+    result = agent.run_sync("go", usage_limits=LIMITS)
+    assert result.output == "done"
+    assert counter.calls == 16
+    assert not any("CRITICAL" in str(r) for r in model.read)
+    assert not any(e.type == "tool.execution.blocked" for e in events)
+
+
+async def test_async_run_and_async_tool() -> None:
+    guard, _ = make_guard()
+    counter, model = Counter(), LoopingModel()
+    agent: Agent[None, str] = Agent(FunctionModel(model), capabilities=[LoopGuardCapability(guard)])
+
+    @agent.tool_plain(name=TOOL)
+    async def read_file(path: str) -> str:
+        """Read a file."""
+        return counter()
+
+    result = await agent.run("go", usage_limits=LIMITS)
+    assert counter.calls == BLOCK_AT - 1
+    assert model.read[WARN_AT - 1] == WARNED_RESULT
+    assert model.read[BLOCK_AT - 1] == CRITICAL
+    assert result.output == "stopping: the loop guard blocked me"
+
+
+def test_a_structured_result_gets_the_warning_next_to_it() -> None:
+    guard, _ = make_guard()
+    model = LoopingModel()
+    agent: Agent[None, str] = Agent(FunctionModel(model), capabilities=[LoopGuardCapability(guard)])
+
+    @agent.tool_plain(name=TOOL)
+    def read_file(path: str) -> dict[str, str]:
+        """Read a file."""
+        return {"text": RESULT}
+
+    agent.run_sync("go", usage_limits=LIMITS)
+    assert model.read[WARN_AT - 1] == {"text": RESULT}  # the result itself is unchanged
+    assert model.notes == [WARNING]  # the warning came with it, as extra content
+    assert model.read[BLOCK_AT - 1] == CRITICAL
+
+
+def test_a_tool_return_gets_the_warning_in_its_content() -> None:
+    guard, _ = make_guard()
+    model = LoopingModel()
+    agent: Agent[None, str] = Agent(FunctionModel(model), capabilities=[LoopGuardCapability(guard)])
+
+    @agent.tool_plain(name=TOOL)
+    def read_file(path: str) -> ToolReturn:
+        """Read a file."""
+        return ToolReturn(return_value=RESULT, content="page 1 of 1")
+
+    agent.run_sync("go", usage_limits=LIMITS)
+    assert model.read[WARN_AT - 1] == RESULT
+    assert f"page 1 of 1\n\n{WARNING}" in model.notes
+    assert model.read[BLOCK_AT - 1] == CRITICAL
+
+
+def test_unknown_tools_are_recorded_and_the_stream_guard_answers() -> None:
+    guard, _ = make_guard(config={**CONFIG, "unknownToolThreshold": 3})
+    counter, model = Counter(), LoopingModel(tool="open_file")
+    # pydantic-ai's own retry budget ends such loops early by default; raise it so the
+    # stream guard has something to stop.
+    agent = make_agent(model, counter, LoopGuardCapability(guard, session_key="s"), retries=10)
+    agent_result = agent.run_sync("go", usage_limits=LIMITS)
+    history = guard.history(session_key="s")
+    assert [r.unknown_tool_name for r in history] == ["open_file"] * 3
+    assert agent_result.output == texts.UNKNOWN_TOOL_STREAM.format(name="open_file")
+    assert counter.calls == 0
+
+
+def test_a_compaction_part_arms_the_guard_and_a_persisting_loop_ends_the_run() -> None:
+    guard, events = make_guard()
+    counter = Counter()
+    agent = make_agent(LoopingModel(compact_at=4), counter, LoopGuardCapability(guard))
+    with pytest.raises(PostCompactionLoopPersistedError) as caught:
+        agent.run_sync("go", usage_limits=LIMITS)
+    assert [e.type for e in events].count("guard.armed") == 1
+    assert counter.calls == 4 + 3
+    assert caught.value.tool_name == TOOL
+
+
+def test_options_are_validated() -> None:
+    with pytest.raises(ValueError, match="on_critical"):
+        LoopGuardCapability(LoopGuard(), on_critical="stop")  # type: ignore[arg-type]
