@@ -26,7 +26,6 @@ def examples() -> Path:
 
 @pytest.fixture
 def corpus() -> Path:
-    """The shared corpus of real runs (skips when this checkout has none beside it)."""
-    if not CORPUS.is_dir():
-        pytest.skip("shared/corpus/traj is not beside this checkout")
+    """The shared corpus of real runs, which must sit beside this checkout (as in CI)."""
+    assert CORPUS.is_dir(), f"the shared corpus is missing: expected {CORPUS}"
     return CORPUS

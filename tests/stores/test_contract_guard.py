@@ -81,8 +81,8 @@ def replay_corpus(host: Host, files: list[Path]) -> None:
         host.state(session=session, runs=("run-1",))
 
 
-@pytest.mark.skipif(not CORPUS.is_dir(), reason="shared/corpus is not beside the repository")
 def test_recorded_runs_give_identical_decisions(redis_store_factory: Callable[..., Store]) -> None:
+    assert CORPUS.is_dir(), f"the shared corpus is missing: expected {CORPUS}"
     files = _corpus_files()
     assert len(files) > 100
 
