@@ -10,6 +10,12 @@ Python's types onto it in one documented way (SPEC §8.1).
 It runs on every tool call, so the common values (``dict``, ``list``, ``str``, ``int``) take
 short, exact-type paths, and the walk is iterative: deeply nested params must not hit
 Python's recursion limit, and nothing here may depend on how deep the caller's stack is.
+
+With the ``fast`` extra, orjson writes the values on which its output is provably the same
+bytes (plain trees of dicts, lists, strings, ints, booleans and ``None``: see
+:mod:`loopwatch._fastjson`); everything else, and everything without orjson, takes the
+pure-Python path, which stays callable as :func:`stable_stringify_pure` and
+:func:`digest_pure`.
 """
 
 from __future__ import annotations
@@ -23,12 +29,13 @@ import hashlib
 import numbers
 import re
 import uuid
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from itertools import chain, repeat
 from json.encoder import encode_basestring
 from pathlib import PurePath
 from typing import Any, Final
 
+from loopwatch import _fastjson
 from loopwatch._undefined import UNDEFINED
 from loopwatch.jsstr import utf16_key
 from loopwatch.normalizers import reduce_update_plan, validate_normalizers
@@ -59,6 +66,15 @@ _ARRAY: Final = 1
 _OBJECT: Final = 2
 _SET: Final = 3
 _VALUE: Final = 4  # serialise another value in place of this one (an Enum's value)
+
+
+#: The orjson fast path (extra ``fast``), or ``None`` when orjson is missing or failed its
+#: self-check. Module state on purpose: tests and benchmarks set it to ``None`` to compare
+#: against the pure path in the same process. It is used only while :data:`MAX_DEPTH`
+#: admits everything orjson writes, so both paths refuse the same values.
+_fast_json: Callable[[object], bytes | None] | None = (
+    _fastjson.plain_json if _fastjson.AVAILABLE else None
+)
 
 
 class _UnserializableError(TypeError):
@@ -448,6 +464,10 @@ def stable_stringify(value: object) -> str:
     on its own path is ``"[Circular]"``. For every JSON value the text is exactly what
     OpenClaw produces, so hashes agree across languages.
 
+    With the ``fast`` extra (orjson), plain JSON values (dicts, lists, strings, ints,
+    booleans, ``None``; no floats) are written by orjson; the text is the same to the
+    byte (:mod:`loopwatch._fastjson` says why), only faster.
+
     Args:
         value: Any Python value; SPEC §8.1 says how each type is read.
 
@@ -459,6 +479,23 @@ def stable_stringify(value: object) -> str:
             (a failing ``__str__``, ``isoformat``, ``model_dump``…), two keys of one
             mapping convert to the same string, or it nests deeper than
             :data:`MAX_DEPTH`.
+    """
+    fast = _fast_json
+    if fast is not None and MAX_DEPTH >= _fastjson.MAX_DEPTH:
+        data = fast(value)
+        if data is not None:
+            return data.decode("utf-8")
+    return stable_stringify_pure(value)
+
+
+def stable_stringify_pure(value: object) -> str:
+    """:func:`stable_stringify` on the pure-Python path only, whatever is installed.
+
+    The reference implementation the fast path is tested against; hashing never needs it
+    directly.
+
+    Raises:
+        TypeError: As :func:`stable_stringify`.
     """
     if type(value) is str:
         return _quote(value)
@@ -482,11 +519,25 @@ def sha256_hex(text: str) -> str:
 def digest(value: object) -> str:
     """``sha256_hex(stable_stringify(value))``: the fixed-size fingerprint of any value.
 
-    The UTF-8 encoding the digest needs anyway doubles as the surrogate check of
-    :func:`stable_stringify`, so hashing costs one walk and one encoding.
-
     Raises:
         TypeError: When the value cannot be serialised (see :func:`stable_stringify`).
+    """
+    fast = _fast_json
+    if fast is not None and MAX_DEPTH >= _fastjson.MAX_DEPTH:
+        data = fast(value)
+        if data is not None:
+            return hashlib.sha256(data).hexdigest()
+    return digest_pure(value)
+
+
+def digest_pure(value: object) -> str:
+    """:func:`digest` on the pure-Python path only, whatever is installed.
+
+    The UTF-8 encoding the digest needs anyway doubles as the surrogate check of
+    :func:`stable_stringify_pure`, so hashing costs one walk and one encoding.
+
+    Raises:
+        TypeError: As :func:`stable_stringify`.
     """
     text = _quote(value) if type(value) is str else _run(value, exact=False)
     try:
@@ -528,8 +579,10 @@ def hash_tool_call(tool_name: str, params: object, *, normalizers: Collection[st
 __all__ = [
     "MAX_DEPTH",
     "digest",
+    "digest_pure",
     "format_js_number",
     "hash_tool_call",
     "sha256_hex",
     "stable_stringify",
+    "stable_stringify_pure",
 ]

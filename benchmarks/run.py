@@ -1,0 +1,857 @@
+"""loopwatch benchmarks: what a guarded tool call costs, measured as ratios.
+
+Run from the repository root (needs the ``fast`` extra, which brings orjson for the floor)::
+
+    python benchmarks/run.py            # the full suite: about 5 minutes on 2 cores
+    python benchmarks/run.py --quick    # fewer rounds and sessions: about 30 seconds
+
+Machines are shared and noisy, so every figure is a ratio of things measured side by side
+in the same run: the cases of a table take turns (round-robin, in a rotating order), each
+turn times one batch with the garbage collector paused, and a ratio is the median of the
+per-round ratios over many rounds. Times are the CPU time of the benchmark thread
+(``time.thread_time_ns``), so time slices lost to other processes do not count; absolute
+times are printed for orientation only.
+
+When loopwatch has the orjson fast path (``loopwatch._fastjson``), each table is measured
+with fingerprinting forced onto the pure-Python path (``pure``) and with the fast path
+(``fast``), interleaved in the same rounds, so before/after is itself a ratio.
+
+Figures (targets from issue #6):
+
+1. overhead: ``before_call`` + ``after_call`` vs the floor (orjson sorted-key dumps + SHA-256
+   of the same args and result): <= 3x for small values, <= 1.5x for large ones;
+2. growth: per-call cost at historySize 300 and 3,000 vs 30 on a healthy corpus replay:
+   <= 1.5x at 3,000;
+3. many sessions: bytes per history record (<= 250) and per idle session (<= 2 KB) with
+   100,000 sessions in one process, and the cost of a call with 100,000 live sessions vs one;
+4. detectors firing: per-call cost in the middle of long loops vs a healthy run;
+5. scan throughput: the corpus replayed with ``loopwatch.replay`` (or a plain loop).
+
+Not collected by pytest (``testpaths = ["tests"]``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gc
+import hashlib
+import importlib.util
+import itertools
+import json
+import logging
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+import tracemalloc
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+try:
+    import orjson
+except ImportError:  # pragma: no cover - the floor needs it
+    sys.exit('benchmarks need orjson for the floor: pip install -e ".[fast]"')
+
+from loopwatch import UNDEFINED, LoopGuard, MemoryStore
+from loopwatch import fingerprint as _fingerprint
+from loopwatch.outcomes import hash_tool_outcome
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_CORPUS = HERE.parents[1] / "shared" / "corpus" / "traj"
+SORT_KEYS = orjson.OPT_SORT_KEYS
+TOOL = "read"  # a tool without special outcome rules: the generic path
+
+# --- fingerprint modes -----------------------------------------------------------------------
+
+#: The fast path the library chose at import (``None`` when it has none, e.g. before it
+#: existed, or without orjson). Benchmarks switch it off to time the pure path.
+_FAST = getattr(_fingerprint, "_fast_json", None)
+MODES: tuple[str, ...] = ("pure", "fast") if _FAST is not None else ("pure",)
+
+
+def use_mode(mode: str) -> None:
+    """Route fingerprinting through the pure-Python path or the orjson fast path."""
+    if _FAST is not None:
+        _fingerprint._fast_json = _FAST if mode == "fast" else None
+
+
+# --- harness ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Case:
+    """One measured thing: ``run(n)`` performs ``n`` operations (after ``mode`` is set).
+
+    ``n`` is the batch size: 0 means "calibrate to the batch time".
+    """
+
+    name: str
+    run: Callable[[int], object]
+    mode: str = "pure"
+    n: int = 0
+    samples: list[float] = field(default_factory=list)  # ns per operation, one per round
+
+    @property
+    def median_us(self) -> float:
+        return statistics.median(self.samples) / 1000
+
+
+def _timed(case: Case) -> float:
+    use_mode(case.mode)
+    gc.collect()
+    gc.disable()
+    try:
+        start = time.thread_time_ns()
+        case.run(case.n)
+        elapsed = time.thread_time_ns() - start
+    finally:
+        gc.enable()
+    return elapsed / case.n
+
+
+def _calibrate(case: Case, batch_s: float) -> None:
+    """Pick ``n`` so that one batch takes about ``batch_s`` (and warm the case up)."""
+    n = 1
+    while True:
+        case.n = n
+        per_op = _timed(case)
+        if per_op * n >= batch_s * 1e9 / 4 or n >= 1 << 20:
+            case.n = max(1, int(batch_s * 1e9 / max(per_op, 1.0)))
+            return
+        n *= 4
+
+
+def measure(cases: Sequence[Case], rounds: int, batch_s: float) -> None:
+    """Interleave the cases: every round times one batch of each, in a rotating order."""
+    for case in cases:
+        if case.n:
+            case.run(case.n)  # warm up
+        else:
+            _calibrate(case, batch_s)
+    for r in range(rounds):
+        shift = r % len(cases)
+        for case in [*cases[shift:], *cases[:shift]]:
+            case.samples.append(_timed(case))
+    use_mode(MODES[-1])
+
+
+def ratio(a: Case, b: Case) -> float:
+    """Median over rounds of a/b: both were timed in the same rounds, so drift cancels."""
+    return statistics.median(x / y for x, y in zip(a.samples, b.samples, strict=True))
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def fx(x: float) -> str:
+    return f"{x:.2f}x"
+
+
+def fus(x: float) -> str:
+    return f"{x:.1f}" if x >= 10 else f"{x:.2f}"
+
+
+def mark(value: float, target: float) -> str:
+    return f"<= {target:g}x {'ok' if value <= target else 'MISSED'}"
+
+
+# --- corpus ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Call:
+    tool: str
+    args: Any
+    result: Any  # UNDEFINED when the run recorded none
+    error: Any  # UNDEFINED when the call did not fail
+
+
+def load_corpus(folder: Path) -> list[tuple[str, list[Call]]]:
+    runs = []
+    for path in sorted(folder.glob("*.jsonl")):
+        calls = []
+        for line in path.read_text(encoding="utf-8").splitlines():
+            obj = json.loads(line)
+            if "tool" not in obj:
+                continue  # compaction markers: not needed for timing
+            error = obj.get("error")
+            calls.append(
+                Call(
+                    tool=obj["tool"],
+                    args=obj.get("args", {}),
+                    result=obj.get("result", UNDEFINED),
+                    error=UNDEFINED if error is None else error,
+                )
+            )
+        runs.append((path.stem, calls))
+    return runs
+
+
+def play(
+    guard: LoopGuard,
+    call: Call,
+    session: str,
+    call_id: str,
+    run_id: str | None = None,
+) -> str:
+    """Play the host's part for one call (SPEC §9.3); returns the decision's action."""
+    decision = guard.before_call(
+        call.tool, call.args, session_key=session, tool_call_id=call_id, run_id=run_id
+    )
+    blocked = decision.tool_result is not None
+    guard.after_call(
+        call.tool,
+        call.args,
+        session_key=session,
+        tool_call_id=call_id,
+        run_id=run_id,
+        result=decision.tool_result if blocked else call.result,
+        error=UNDEFINED if blocked else call.error,
+    )
+    return decision.action
+
+
+def healthy_runs(runs: Sequence[tuple[str, list[Call]]]) -> list[tuple[str, list[Call]]]:
+    """The runs the default config lets through untouched, replayed alone."""
+    kept = []
+    for name, calls in runs:
+        guard = LoopGuard({"enabled": True})
+        actions = {play(guard, c, "probe", f"c{i}") for i, c in enumerate(calls)}
+        if actions <= {"allow"}:
+            kept.append((name, calls))
+    return kept
+
+
+def corpus_text(runs: Sequence[tuple[str, list[Call]]]) -> str:
+    """Real tool output, concatenated: the filler for the sized values."""
+    parts = [c.result for _, calls in runs for c in calls if isinstance(c.result, str)]
+    return "\n".join(parts)
+
+
+def structured_records(runs: Sequence[tuple[str, list[Call]]]) -> list[Any]:
+    """Real JSON API results (tau-bench): nested objects of strings and ints."""
+    found = []
+    for _name, calls in runs:
+        for c in calls:
+            if isinstance(c.result, str) and c.result[:1] in "[{":
+                with contextlib.suppress(ValueError):
+                    found.append(json.loads(c.result))
+    return found
+
+
+# --- figure 1: overhead vs the floor ----------------------------------------------------------
+
+VARIANTS = 8  # distinct calls cycled through: a healthy history (no detector fires)
+
+
+def _size(value: object) -> int:
+    return len(orjson.dumps(value))
+
+
+def text_values(text: str, size: int, variant: int) -> tuple[Any, Any]:
+    """Args and result of about ``size`` bytes of JSON each, OpenClaw-shaped."""
+    start = (variant * 7919 * max(size, 64)) % max(1, len(text) - 2 * size - 1)
+    args: dict[str, Any] = {"path": f"src/pkg/module_{variant}.py", "offset": variant}
+    args["content"] = ""  # sized with the key present, then filled
+    args["content"] = text[start : start + max(0, size - _size(args))]
+    result: dict[str, Any] = {
+        "content": [{"type": "text", "text": ""}],
+        "details": {"status": "ok", "truncated": False, "lines": variant},
+    }
+    body = text[start + size : start + size + max(0, size - _size(result))]
+    result["content"][0]["text"] = body
+    return args, result
+
+
+def structured_values(records: Sequence[Any], size: int, variant: int) -> tuple[Any, Any]:
+    """Nested args and a result holding a list of real API objects, about ``size`` bytes."""
+    args = {
+        "reservation_id": f"R{variant:05d}",
+        "cabin": "economy",
+        "flights": [{"flight_number": f"HAT{variant:03d}", "date": "2024-05-19"}],
+        "payment_id": "gift_card_1642017",
+    }
+    items: list[Any] = []
+    result: dict[str, Any] = {"details": {"items": items, "page": variant}, "content": []}
+    pool = itertools.cycle(records[variant:] + records[:variant])
+    while _size(result) < size:
+        items.append(next(pool))
+    return args, result
+
+
+def floor_op(args: object, result: object) -> None:
+    hashlib.sha256(orjson.dumps(args, option=SORT_KEYS)).hexdigest()
+    hashlib.sha256(orjson.dumps(result, option=SORT_KEYS)).hexdigest()
+
+
+def pair_runner(values: Sequence[tuple[Any, Any]]) -> Callable[[int], object]:
+    """A guard in a steady, healthy state: cycles through distinct calls of one session."""
+    guard = LoopGuard({"enabled": True})
+    ids = [f"call_{i}" for i in range(997)]
+    state = {"i": 0}
+    before, after = guard.before_call, guard.after_call
+
+    def run(n: int, actions: set[str] | None = None) -> None:
+        i = state["i"]
+        for _ in range(n):
+            args, result = values[i % len(values)]
+            call_id = ids[i % 997]
+            decision = before(TOOL, args, session_key="bench", tool_call_id=call_id)
+            after(TOOL, args, session_key="bench", tool_call_id=call_id, result=result)
+            if actions is not None:
+                actions.add(decision.action)
+            i += 1
+        state["i"] = i
+
+    seen: set[str] = set()
+    run(50 + len(values), seen)  # fill the history, and prove the steady state healthy
+    assert seen == {"allow"}, seen
+    return run
+
+
+def floor_runner(values: Sequence[tuple[Any, Any]]) -> Callable[[int], object]:
+    state = {"i": 0}
+
+    def run(n: int) -> None:
+        i = state["i"]
+        for _ in range(n):
+            args, result = values[i % len(values)]
+            floor_op(args, result)
+            i += 1
+        state["i"] = i
+
+    return run
+
+
+def hashing_runner(values: Sequence[tuple[Any, Any]]) -> Callable[[int], object]:
+    """The fingerprinting a pair does: the args hashed by both calls, the outcome once."""
+    hash_call = _fingerprint.hash_tool_call
+
+    def run(n: int) -> None:
+        for i in range(n):
+            args, result = values[i % len(values)]
+            hash_call(TOOL, args)
+            hash_tool_outcome(TOOL, args, result=result)
+            hash_call(TOOL, args)
+
+    return run
+
+
+def digest_runner(values: Sequence[object]) -> Callable[[int], object]:
+    digest = _fingerprint.digest
+
+    def run(n: int) -> None:
+        for i in range(n):
+            digest(values[i % len(values)])
+
+    return run
+
+
+def orjson_digest_runner(values: Sequence[object]) -> Callable[[int], object]:
+    def run(n: int) -> None:
+        for i in range(n):
+            hashlib.sha256(orjson.dumps(values[i % len(values)], option=SORT_KEYS)).hexdigest()
+
+    return run
+
+
+def figure_overhead(
+    runs: Sequence[tuple[str, list[Call]]], rounds: int, batch_s: float
+) -> list[str]:
+    text = corpus_text(runs)
+    records = structured_records(runs)
+    shapes: list[tuple[str, float, list[tuple[Any, Any]]]] = []
+    for label, size, target in (
+        ("small", 100, 3.0),
+        ("medium", 2_000, 0.0),
+        ("large", 50_000, 1.5),
+    ):
+        shapes.append(
+            (f"{label} text", target, [text_values(text, size, v) for v in range(VARIANTS)])
+        )
+    for label, size in (("medium", 2_000), ("large", 50_000)):
+        values = [structured_values(records, size, v) for v in range(VARIANTS)]
+        shapes.append((f"{label} structured", 0.0, values))
+
+    out = ["## 1. Overhead: before_call + after_call vs the floor", ""]
+    out.append(
+        "Floor: orjson sorted-key dumps + SHA-256 of the same args and result, once each. "
+        'MemoryStore, `{"enabled": true}`, a healthy session cycling through '
+        f"{VARIANTS} distinct calls (history full at 30 records)."
+    )
+    header = ["values", "args B", "result B", "floor µs"]
+    for mode in MODES:
+        header += [f"pair µs ({mode})", f"hashing µs ({mode})", f"x floor ({mode})"]
+    if len(MODES) > 1:
+        header.append("fast/pure")
+    header.append("target")
+    rows = []
+    fp_rows = []
+    for name, target, values in shapes:
+        floor = Case("floor", floor_runner(values))
+        pairs = [Case(f"pair {m}", pair_runner(values), mode=m) for m in MODES]
+        hashing = [Case(f"hashing {m}", hashing_runner(values), mode=m) for m in MODES]
+        arg_values = [a for a, _ in values]
+        res_values = [r for _, r in values]
+        digests = [Case(f"digest {m}", digest_runner(res_values), mode=m) for m in MODES]
+        floor_digest = Case("orjson digest", orjson_digest_runner(res_values))
+        measure([floor, *pairs, *hashing, floor_digest, *digests], rounds, batch_s)
+        row: list[object] = [
+            name,
+            round(statistics.median(map(_size, arg_values))),
+            round(statistics.median(map(_size, res_values))),
+            fus(floor.median_us),
+        ]
+        for pair, hashes in zip(pairs, hashing, strict=True):
+            row += [fus(pair.median_us), fus(hashes.median_us), fx(ratio(pair, floor))]
+        if len(pairs) > 1:
+            row.append(fx(ratio(pairs[1], pairs[0])))
+        final = ratio(pairs[-1], floor)
+        row.append(mark(final, target) if target else "-")
+        rows.append(row)
+        fp_row: list[object] = [name, fus(floor_digest.median_us)]
+        for d in digests:
+            fp_row += [fus(d.median_us), fx(ratio(d, floor_digest))]
+        if len(digests) > 1:
+            fp_row.append(fx(ratio(digests[1], digests[0])))
+        fp_rows.append(fp_row)
+    out += ["", table(header, rows), ""]
+    fp_header = ["result value", "orjson+sha µs"]
+    for mode in MODES:
+        fp_header += [f"digest µs ({mode})", f"x orjson ({mode})"]
+    if len(MODES) > 1:
+        fp_header.append("fast/pure")
+    out += ["Fingerprint alone: `fingerprint.digest(result)`", ""]
+    out += [table(fp_header, fp_rows), ""]
+    return out
+
+
+# --- figure 2: growth with history -------------------------------------------------------------
+
+
+GROWTH_BATCH = 40  # calls per batch in figure 2
+
+
+def salted_sequence(runs: Sequence[tuple[str, list[Call]]], length: int) -> list[tuple[Call, str]]:
+    """The healthy runs concatenated (repeated as needed), each pass of each run salted.
+
+    The salt (one extra key in the args) keeps identical commands of *different* runs from
+    adding up to a loop in a 3,000-record history: the runs are unrelated agents.
+    """
+    seq: list[tuple[Call, str]] = []
+    for pass_no in itertools.count():
+        for index, (_name, calls) in enumerate(runs):
+            salt = f"{pass_no}.{index}"
+            for c in calls:
+                args = {"_run": salt, **c.args} if isinstance(c.args, dict) else c.args
+                seq.append((Call(c.tool, args, c.result, c.error), salt))
+                if len(seq) >= length:
+                    return seq
+    raise AssertionError("unreachable")
+
+
+def replay_runner(
+    seq: Sequence[tuple[Call, str]], history: int, start: int, per_run: bool
+) -> tuple[Callable[[int], object], Counter[str]]:
+    guard = LoopGuard({"enabled": True, "historySize": history})
+    actions: Counter[str] = Counter()
+    state = {"i": 0}
+
+    def step(n: int, count: bool) -> None:
+        i = state["i"]
+        for _ in range(n):
+            call, salt = seq[i % len(seq)]
+            action = play(guard, call, "bench", f"c{i}", salt if per_run else None)
+            if count:
+                actions[action] += 1
+            i += 1
+        state["i"] = i
+
+    step(start, False)  # fill the history
+    return (lambda n: step(n, True)), actions
+
+
+def figure_growth(runs: Sequence[tuple[str, list[Call]]], rounds: int, batch_s: float) -> list[str]:
+    healthy = healthy_runs(runs)
+    sizes = (30, 300, 3_000)
+    warm = 3_200
+    seq = salted_sequence(healthy, warm + (rounds + 2) * GROWTH_BATCH)
+    out = ["## 2. Growth with history", ""]
+    out.append(
+        f"{len(healthy)} healthy corpus runs ({sum(len(c) for _, c in healthy)} calls) "
+        "concatenated, each run's args salted so unrelated runs never add up to a loop; "
+        f"every guard first replays {warm} calls. Per-call cost of before_call + after_call."
+    )
+    header = ["scope", "mode"] + [f"µs @{s}" for s in sizes]
+    header += [f"@{s} / @30" for s in sizes[1:]] + ["verdicts @3000", "target"]
+    rows = []
+    for per_run in (False, True):
+        scope = "run_id per corpus run" if per_run else "one run (no run_id)"
+        cases: list[Case] = []
+        counters: dict[tuple[str, int], Counter[str]] = {}
+        for mode in MODES:
+            use_mode(mode)
+            for size in sizes:
+                runner, actions = replay_runner(seq, size, warm, per_run)
+                counters[mode, size] = actions
+                # Same batch size everywhere: every guard plays the same calls in a round.
+                cases.append(Case(f"{mode} {size}", runner, mode=mode, n=GROWTH_BATCH))
+        measure(cases, rounds, batch_s)
+        for m, mode in enumerate(MODES):
+            mine = cases[m * len(sizes) : (m + 1) * len(sizes)]
+            growth = [ratio(c, mine[0]) for c in mine[1:]]
+            mix = counters[mode, sizes[-1]]
+            total = sum(mix.values()) or 1
+            verdicts = ", ".join(f"{k} {v / total:.1%}" for k, v in sorted(mix.items()))
+            rows.append(
+                [
+                    scope,
+                    mode,
+                    *(fus(c.median_us) for c in mine),
+                    *map(fx, growth),
+                    verdicts,
+                    mark(growth[-1], 1.5),
+                ]
+            )
+        if len(MODES) > 1:
+            n = len(sizes)
+            speedups = [fx(ratio(cases[n + k], cases[k])) for k in range(n)]
+            rows.append([scope, "fast/pure", *speedups, "", "", "", ""])
+    out += ["", table(header, rows), ""]
+    return out
+
+
+# --- figure 3: many sessions --------------------------------------------------------------------
+
+
+def _traced(build: Callable[[], LoopGuard]) -> tuple[int, LoopGuard]:
+    """The guard ``build`` returns, and the bytes still allocated for it (tracemalloc)."""
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    guard = build()
+    gc.collect()
+    after = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    return after - before, guard
+
+
+def _filled(calls: Sequence[Call], sessions: int, per_session: int) -> LoopGuard:
+    """A guard whose store holds ``sessions`` sessions of ``per_session`` calls each."""
+    guard = LoopGuard({"enabled": True}, store=MemoryStore(max_sessions=sessions + 10))
+    k = 0
+    for s in range(sessions):
+        key = f"session-{s:06d}"
+        for _ in range(per_session):
+            play(guard, calls[k % len(calls)], key, f"call_{k:07d}")
+            k += 1
+    return guard
+
+
+def figure_sessions(
+    runs: Sequence[tuple[str, list[Call]]],
+    sessions: int,
+    full_sessions: int,
+    rounds: int,
+    batch_s: float,
+) -> list[str]:
+    healthy = healthy_runs(runs)
+    # Distinct real calls, so no session ever looks like a loop.
+    calls = [c for _, cs in healthy for c in cs if c.result is not UNDEFINED]
+    history = 30
+
+    out = ["## 3. Many sessions", ""]
+    # Memory does not depend on the fingerprint path: measured once.
+    one_bytes, big_guard = _traced(lambda: _filled(calls, sessions, 1))
+    full_bytes, _ = _traced(lambda: _filled(calls, full_sessions, history))
+    per_one = one_bytes / sessions  # a session holding one record
+    per_full = full_bytes / full_sessions  # a session holding a full history
+    per_record = (per_full - per_one) / (history - 1)
+    idle = per_one - per_record
+    mem_rows = [
+        [
+            f"{per_record:.0f}",
+            mark_bytes(per_record, 250),
+            f"{idle:.0f}",
+            mark_bytes(idle, 2048),
+            f"{per_full:.0f}",
+        ]
+    ]
+
+    hot = calls[:VARIANTS]
+    cases = []
+    for mode in MODES:
+        use_mode(mode)
+        lone_guard = LoopGuard({"enabled": True})
+        cases.append(Case(f"among {mode}", hot_runner(big_guard, hot), mode=mode))
+        cases.append(Case(f"alone {mode}", hot_runner(lone_guard, hot), mode=mode))
+    measure(cases, rounds, batch_s)
+    timing_rows = []
+    for among, alone in zip(cases[::2], cases[1::2], strict=True):
+        timing_rows.append(
+            [among.mode, fus(alone.median_us), fus(among.median_us), fx(ratio(among, alone))]
+        )
+    out.append(
+        f"tracemalloc: {sessions:,} sessions with one call each, and {full_sessions:,} "
+        f"sessions with a full history ({history} records; real corpus calls with call ids). "
+        "Per record = (full session - one-call session) / 29; idle session = one-call session "
+        "- one record."
+    )
+    out += [
+        "",
+        table(
+            ["B / record", "target", "B / idle session", "target", "B / full session"],
+            mem_rows,
+        ),
+        "",
+        f"A hot session's per-call cost with {sessions:,} other live sessions in the store vs "
+        "alone:",
+        "",
+        table(["mode", "µs alone", f"µs among {sessions:,}", "ratio"], timing_rows),
+        "",
+    ]
+    return out
+
+
+def mark_bytes(value: float, target: int) -> str:
+    return f"<= {target} {'ok' if value <= target else 'MISSED'}"
+
+
+def hot_runner(guard: LoopGuard, calls: Sequence[Call]) -> Callable[[int], object]:
+    state = {"i": 0}
+
+    def run(n: int) -> None:
+        i = state["i"]
+        for _ in range(n):
+            play(guard, calls[i % len(calls)], "hot-session", f"hot_{i % 997}")
+            i += 1
+        state["i"] = i
+
+    run(100)
+    return run
+
+
+# --- figure 4: detectors firing -------------------------------------------------------------------
+
+
+def loop_runner(
+    script: Callable[[int], tuple[Call, str]],
+) -> tuple[Callable[[int], object], Counter[str]]:
+    guard = LoopGuard({"enabled": True})
+    actions: Counter[str] = Counter()
+    state = {"i": 0}
+
+    def step(n: int, count: bool) -> None:
+        i = state["i"]
+        for _ in range(n):
+            call, call_id = script(i)
+            action = play(guard, call, "loop", call_id)
+            if count:
+                actions[action] += 1
+            i += 1
+        state["i"] = i
+
+    step(200, False)  # into the middle of the loop
+    return (lambda n: step(n, True)), actions
+
+
+def figure_detectors(text: str, rounds: int, batch_s: float) -> list[str]:
+    values = [text_values(text, 100, v) for v in range(VARIANTS)]
+    healthy = [Call(TOOL, a, r, UNDEFINED) for a, r in values]
+    args, result = values[0]
+    other_args, other_result = values[1]
+    changing = [
+        {"content": [{"type": "text", "text": f"tick {i}"}], "details": {}} for i in range(997)
+    ]
+    scripts: dict[str, Callable[[int], tuple[Call, str]]] = {
+        "healthy (8 distinct calls)": lambda i: (healthy[i % VARIANTS], f"c{i % 997}"),
+        "same call, same result (blocks)": lambda i: (
+            Call(TOOL, args, result, UNDEFINED),
+            f"c{i % 997}",
+        ),
+        "same call, new result (warnings)": lambda i: (
+            Call(TOOL, args, changing[i % 997], UNDEFINED),
+            f"c{i % 997}",
+        ),
+        "ping-pong A/B, same results": lambda i: (
+            Call(TOOL, args, result, UNDEFINED)
+            if i % 2 == 0
+            else Call("write", other_args, other_result, UNDEFINED),
+            f"c{i % 997}",
+        ),
+    }
+    out = ["## 4. Detectors firing", ""]
+    out.append(
+        "Per-call cost of before_call + after_call in the middle of a long loop (small args, "
+        "defaults; each guard first plays 200 calls), vs a healthy session. A blocked call's "
+        "result is the block itself, as a host passes it."
+    )
+    header = ["session", "verdicts"]
+    for mode in MODES:
+        header += [f"µs ({mode})", f"vs healthy ({mode})"]
+    rows = []
+    cases: dict[tuple[str, str], Case] = {}
+    counters: dict[tuple[str, str], Counter[str]] = {}
+    for name, script in scripts.items():
+        for mode in MODES:
+            use_mode(mode)
+            runner, actions = loop_runner(script)
+            cases[name, mode] = Case(f"{name} {mode}", runner, mode=mode)
+            counters[name, mode] = actions
+    measure(list(cases.values()), rounds, batch_s)
+    first = next(iter(scripts))
+    for name in scripts:
+        mix = counters[name, MODES[-1]]
+        total = sum(mix.values()) or 1
+        row: list[object] = [
+            name,
+            ", ".join(f"{k} {v / total:.0%}" for k, v in sorted(mix.items())),
+        ]
+        for mode in MODES:
+            row += [
+                fus(cases[name, mode].median_us),
+                fx(ratio(cases[name, mode], cases[first, mode])),
+            ]
+        rows.append(row)
+    out += ["", table(header, rows), ""]
+    return out
+
+
+# --- figure 5: scan throughput -----------------------------------------------------------------
+
+
+def _replay_with_library(folder: Path) -> Callable[[], int] | None:
+    """``loopwatch.replay`` over the parsed corpus, if the library has it."""
+    try:
+        from loopwatch.replay import replay_run
+        from loopwatch.transcripts import read_transcript
+    except ImportError:
+        return None
+    transcripts = [read_transcript(p) for p in sorted(folder.glob("*.jsonl"))]
+    runs = [run for t in transcripts for run in t.runs]
+
+    def scan() -> int:
+        return sum(replay_run(run).calls for run in runs)
+
+    return scan
+
+
+def _replay_plainly(runs: Sequence[tuple[str, list[Call]]]) -> Callable[[], int]:
+    def scan() -> int:
+        n = 0
+        for _name, calls in runs:
+            guard = LoopGuard({"enabled": True})
+            for i, c in enumerate(calls):
+                play(guard, c, "scan", f"call-{i + 1}")
+            n += len(calls)
+        return n
+
+    return scan
+
+
+def figure_scan(
+    folder: Path, runs: Sequence[tuple[str, list[Call]]], rounds: int, quick: bool
+) -> list[str]:
+    out = ["## 5. Scan throughput", ""]
+    scan = _replay_with_library(folder)
+    how = "`loopwatch.replay.replay_run` over every corpus run (parsing excluded)"
+    if scan is None:
+        scan = _replay_plainly(runs)
+        how = "every corpus run replayed through a fresh LoopGuard (plain loop)"
+    calls = scan()
+    cases = []
+    for mode in MODES:
+        cases.append(Case(f"scan {mode}", lambda n, s=scan: [s() for _ in range(n)], mode=mode))
+    measure(cases, max(3, rounds // 5), 0.0)
+    rows = []
+    for case in cases:
+        per_call = case.median_us * 1000 / calls
+        rows.append([case.mode, f"{calls}", f"{1e9 / per_call:,.0f}", f"{per_call / 1000:.1f}"])
+    if len(cases) > 1:
+        rows.append(
+            ["fast/pure", "", fx(1 / ratio(cases[1], cases[0])), fx(ratio(cases[1], cases[0]))]
+        )
+    out += [
+        f"{how}, {len(runs)} runs.",
+        "",
+        table(["mode", "calls", "calls/s (CPU time)", "µs/call"], rows),
+        "",
+    ]
+    for script in ("bench_scan.py", "bench_redis.py"):
+        path = HERE / script
+        if path.exists():
+            out += [f"### {script}", "", "```"]
+            # Pass --quick on only to scripts that know it.
+            knows_quick = "--quick" in path.read_text(encoding="utf-8")
+            cmd = [sys.executable, str(path), *(["--quick"] if quick and knows_quick else [])]
+            done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            out += [(done.stdout + done.stderr).strip() or f"(exit {done.returncode})", "```", ""]
+    return out
+
+
+# --- main ----------------------------------------------------------------------------------------
+
+
+def machine() -> list[str]:
+    cpu = "unknown"
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    has_fast = importlib.util.find_spec("loopwatch._fastjson") is not None
+    return [
+        f"- CPU: {cpu}; nproc: {os.cpu_count()}; {platform.platform()}",
+        f"- Python: {sys.version.replace(chr(10), ' ')}",
+        f"- orjson {orjson.__version__}; fast path in loopwatch: {'yes' if has_fast else 'no'}"
+        f" (modes: {', '.join(MODES)})",
+    ]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer rounds and sessions")
+    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="traj folder")
+    parser.add_argument(
+        "--only", default="12345", help="figures to run, e.g. --only 13 (default: all)"
+    )
+    parser.add_argument("--sessions", type=int, help="sessions for figure 3")
+    opts = parser.parse_args(argv)
+    logging.getLogger("loopwatch").propagate = False  # loops log warnings: keep them quiet
+
+    rounds = 21 if opts.quick else 101
+    batch_s = 0.002 if opts.quick else 0.003
+    sessions = opts.sessions or (10_000 if opts.quick else 100_000)
+    full_sessions = max(100, sessions // 20)
+    runs = load_corpus(opts.corpus)
+    if not runs:
+        sys.exit(f"no corpus runs in {opts.corpus}")
+
+    out = ["# loopwatch benchmarks", "", *machine(), ""]
+    print("\n".join(out), flush=True)
+    started = time.perf_counter()
+    figures: Mapping[str, Callable[[], list[str]]] = {
+        "1": lambda: figure_overhead(runs, rounds, batch_s),
+        "2": lambda: figure_growth(runs, rounds, batch_s),
+        "3": lambda: figure_sessions(runs, sessions, full_sessions, rounds, batch_s),
+        "4": lambda: figure_detectors(corpus_text(runs), rounds, batch_s),
+        "5": lambda: figure_scan(opts.corpus, runs, rounds, opts.quick),
+    }
+    for key, figure in figures.items():
+        if key in opts.only:
+            print("\n".join(figure()), flush=True)
+    print(f"_{time.perf_counter() - started:.0f} s, {rounds} rounds per table_")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
