@@ -36,7 +36,7 @@ PROFILES: Final[tuple[Profile, ...]] = ("reference", "adaptive")
 
 #: The keys allowed in a whole config's top-level ``loopwatch`` block. The adaptive profile
 #: (issue 06) adds its settings here; everything else in that block is an ``unknown key``.
-LOOPWATCH_BLOCK_KEYS: Final[frozenset[str]] = frozenset({"profile"})
+LOOPWATCH_BLOCK_KEYS: Final[frozenset[str]] = frozenset({"profile", "adaptive"})
 
 #: JavaScript's ``Number.MAX_SAFE_INTEGER``: the reference's schema bound for integers.
 MAX_SAFE_INTEGER: Final = 2**53 - 1
@@ -925,6 +925,19 @@ def _validate_loopwatch_block(value: object, issues: list[ConfigIssue], dups: _D
             issues.append(ConfigIssue(path, MSG_UNKNOWN_KEY))
         elif key == "profile":
             _check_profile(item, path, issues)
+        elif key == "adaptive":
+            issues.extend(_adaptive_issues(item, path))
+
+
+def _adaptive_issues(value: object, path: str) -> tuple[ConfigIssue, ...]:
+    # Imported here: the adaptive module builds on this one.
+    from loopwatch.adaptive import AdaptiveConfig
+
+    try:
+        AdaptiveConfig.from_mapping(value, path=path)
+    except ConfigError as err:
+        return err.issues
+    return ()
 
 
 def _validate_tools(value: object, path: str, issues: list[ConfigIssue], dups: _Duplicates) -> None:

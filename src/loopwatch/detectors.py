@@ -45,6 +45,9 @@ class LoopVerdict:
     message: str | None = None
     warning_key: str | None = None
     paired_tool_name: str | None = None
+    #: The calls forming the loop (indices into the run's history as the detector saw it);
+    #: set by the adaptive profile's detectors, ``None`` for the reference ones.
+    indices: tuple[int, ...] | None = None
 
 
 NOT_STUCK: Final = LoopVerdict(stuck=False)

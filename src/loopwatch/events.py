@@ -51,6 +51,8 @@ class ToolLoopEvent(LoopEvent):
     count: int
     message: str | None
     paired_tool_name: str | None = None
+    #: The calls forming the loop (adaptive profile only).
+    indices: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)

@@ -16,11 +16,20 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Generator, Iterable, Mapping, Sequence
 from copy import deepcopy
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final, Literal, TypeVar
 
 from loopwatch import adapter, messages
 from loopwatch._undefined import UNDEFINED
+from loopwatch.adaptive import (
+    ADAPTIVE_DETECTORS,
+    AdaptiveConfig,
+    AdaptiveRecord,
+    build_adaptive_record,
+    encode_facts,
+    evaluate_adaptive,
+    record_from_history,
+)
 from loopwatch.compaction import (
     GuardSnapshot,
     GuardVerdict,
@@ -65,6 +74,7 @@ from loopwatch.stores.memory import MemoryStore
 tools_logger = logging.getLogger("loopwatch.tools")
 diagnostics_logger = logging.getLogger("loopwatch.diagnostics")
 events_logger = logging.getLogger("loopwatch")
+detection_logger = logging.getLogger("loopwatch.detection")
 store_logger = logging.getLogger("loopwatch.store")
 
 Action = Literal["allow", "warn", "block"]
@@ -193,7 +203,13 @@ class LoopGuard:
         send_tools: tool names whose every call sends a message (volatile ids ignored).
         normalizers: opt-in outcome normalisers (``{"update_plan"}``).
         enforce: ``False`` is shadow mode: decide, log and emit, but never block.
-        profile: ``"reference"`` (default) or ``"adaptive"``.
+        profile: ``"reference"`` (default) or ``"adaptive"``: the reference detectors plus
+            the adaptive ones, which stop short real-world loops early (and in which
+            detection is on unless ``enabled`` is explicitly ``false``: choosing the
+            profile is the opt-in).
+        adaptive: the adaptive profile's settings (an :class:`AdaptiveConfig` or the
+            camelCase ``loopwatch.adaptive`` mapping); default: those of
+            ``openclaw_config``'s ``loopwatch.adaptive`` block, else the defaults.
 
     Raises:
         ConfigError: a config the schema rejects.
@@ -214,6 +230,7 @@ class LoopGuard:
         normalizers: Collection[str] = (),
         enforce: bool = True,
         profile: Profile | None = None,
+        adaptive: AdaptiveConfig | Mapping[str, Any] | None = None,
     ) -> None:
         if config is not None and openclaw_config is not None:
             raise TypeError("pass either config or openclaw_config, not both")
@@ -249,9 +266,18 @@ class LoopGuard:
         chosen = profile if profile is not None else config_profile
         if chosen not in ("reference", "adaptive"):
             raise ValueError(f"profile must be 'reference' or 'adaptive', not {chosen!r}")
-        if chosen == "adaptive":
-            raise NotImplementedError("the adaptive profile is not available in this release")
         self.profile: Profile = chosen
+        if isinstance(adaptive, AdaptiveConfig):
+            adaptive_config = adaptive
+        elif adaptive is not None:
+            adaptive_config = AdaptiveConfig.from_mapping(adaptive)
+        else:
+            settings = (self._openclaw_config or {}).get("loopwatch")
+            block = settings.get("adaptive") if isinstance(settings, Mapping) else None
+            adaptive_config = AdaptiveConfig.from_mapping(block)
+        #: The adaptive settings, or ``None`` in the reference profile.
+        self.adaptive: AdaptiveConfig | None = adaptive_config if chosen == "adaptive" else None
+        self._resolved = self._profile_resolved(self._block, self._resolved)
 
         self._listeners: tuple[Listener, ...] = tuple(listeners)
         for listener in self._listeners:
@@ -286,12 +312,22 @@ class LoopGuard:
         cached = self._agent_cache.get(agent)
         if cached is None:
             block = merge_agent_config(self._openclaw_config, agent)
-            cached = (block, resolve_config(block))
+            cached = (block, self._profile_resolved(block, resolve_config(block)))
             with self._agent_lock:
                 self._agent_cache[agent] = cached
                 if len(self._agent_cache) > _MAX_CACHED_AGENTS:
                     self._agent_cache.popitem(last=False)
         return cached
+
+    def _profile_resolved(
+        self, block: Mapping[str, Any] | None, resolved: ResolvedConfig
+    ) -> ResolvedConfig:
+        """The adaptive profile is its own opt-in: detection runs unless ``enabled: false``."""
+        if self.adaptive is None or resolved.enabled:
+            return resolved
+        if block is not None and block.get("enabled") is False:
+            return resolved
+        return replace(resolved, enabled=True)
 
     # --- plumbing --------------------------------------------------------------------
 
@@ -392,6 +428,13 @@ class LoopGuard:
         call_id = normalize_tool_call_id(tool_call_id)
         args_hash = hash_tool_call(tool, params, normalizers=self.normalizers)
         records = block is None or block.get("enabled") is not False
+        known_poll = is_known_poll(tool, params)
+        facts = None
+        if self.adaptive is not None:
+            thinking = tool in self.adaptive.all_thinking_tools
+            facts = encode_facts(
+                AdaptiveRecord(tool, args_hash, thinking=thinking, polling=known_poll)
+            )
         pending = (
             ToolCallRecord(
                 tool_name=tool,
@@ -399,6 +442,7 @@ class LoopGuard:
                 tool_call_id=call_id,
                 run_id=run,
                 timestamp=int(self._now() * 1000),
+                adaptive_facts=facts,
             )
             if records
             else None
@@ -411,7 +455,7 @@ class LoopGuard:
             call_id=call_id,
             params=params,
             args_hash=args_hash,
-            known_poll=is_known_poll(tool, params),
+            known_poll=known_poll,
             resolved=resolved,
             pending=pending,
         )
@@ -419,7 +463,42 @@ class LoopGuard:
     def _detect(self, plan: _BeforePlan, scoped: Sequence[ToolCallRecord]) -> LoopVerdict:
         verdict = evaluate(scoped, plan.tool, plan.args_hash, plan.known_poll, plan.resolved)
         log_verdict(verdict, plan.tool)
-        return verdict
+        if self.adaptive is None or verdict.level == "critical" or not plan.resolved.enabled:
+            return verdict
+        adaptive = self._detect_adaptive(plan, scoped, self.adaptive)
+        if adaptive is None or (verdict.stuck and adaptive.level != "critical"):
+            return verdict  # the more severe wins; on a tie the reference verdict stands
+        return adaptive
+
+    @staticmethod
+    def _detect_adaptive(
+        plan: _BeforePlan, scoped: Sequence[ToolCallRecord], config: AdaptiveConfig
+    ) -> LoopVerdict | None:
+        records = [
+            record_from_history(r.tool_name, r.args_hash, r.result_hash, r.adaptive_facts, config)
+            for r in scoped
+        ]
+        found = evaluate_adaptive(records, plan.tool, plan.args_hash, config)
+        if found is None:
+            return None
+        template = (
+            messages.LOG_ADAPTIVE_CRITICAL
+            if found.level == "critical"
+            else messages.LOG_ADAPTIVE_WARNING
+        )
+        detection_logger.log(
+            logging.ERROR if found.level == "critical" else logging.WARNING,
+            template.format(detector=found.detector, tool=plan.tool, count=found.count),
+        )
+        return LoopVerdict(
+            stuck=True,
+            level=found.level,
+            detector=found.detector,
+            count=found.count,
+            message=found.message,
+            warning_key=found.warning_key,
+            indices=found.indices,
+        )
 
     @staticmethod
     def _bucket_key(plan: _BeforePlan, verdict: LoopVerdict) -> str:
@@ -457,6 +536,7 @@ class LoopGuard:
                 count=verdict.count,
                 message=verdict.message,
                 paired_tool_name=verdict.paired_tool_name,
+                indices=verdict.indices,
             )
         )
 
@@ -507,9 +587,10 @@ class LoopGuard:
                 yield _StoreOp("cancel_call", (key, plan.pending, now))
         elif verdict.stuck:
             bucket_key = self._bucket_key(plan, verdict)
-            emitted = yield _StoreOp(
-                "update_warning_bucket", (key, bucket_key, verdict.count // 10, now)
-            )
+            # Adaptive warnings are emitted at once, then once per loop (its warning key).
+            adaptive = verdict.detector in ADAPTIVE_DETECTORS
+            bucket = 1 if adaptive else verdict.count // 10
+            emitted = yield _StoreOp("update_warning_bucket", (key, bucket_key, bucket, now))
         return verdict, emitted
 
     def before_call(
@@ -590,6 +671,20 @@ class LoopGuard:
         )
         if outcome.result_hash is None:
             return None  # no result, or the loop veto: nothing changes
+        facts = None
+        if self.adaptive is not None:
+            # The only point that sees the raw outcome: keep what adaptive detection needs.
+            facts = encode_facts(
+                build_adaptive_record(
+                    tool,
+                    params,
+                    result=result,
+                    error=error,
+                    config=self.adaptive,
+                    send_tools=self.send_tools,
+                    normalizers=self.normalizers,
+                )
+            )
         now = self._now()
         write = OutcomeWrite(
             tool_name=tool,
@@ -599,6 +694,7 @@ class LoopGuard:
             outcome=outcome,
             history_size=resolved.history_size,
             timestamp=int(now * 1000),
+            adaptive_facts=facts,
         )
         spec = GuardSpec(resolved.guard_window_size, resolved.guard_enabled)
         return _StoreOp("record_outcome", (session_key, write, spec, now))

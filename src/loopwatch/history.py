@@ -31,6 +31,9 @@ class ToolCallRecord:
     result_hash: str | None = None
     unknown_tool_name: str | None = None
     timestamp: int = 0
+    #: What the adaptive profile knows of the outcome (digests and flags, see
+    #: :mod:`loopwatch.adaptive`); always ``None`` in the reference profile.
+    adaptive_facts: str | None = None
 
 
 @dataclass
@@ -73,6 +76,7 @@ def apply_outcome(
     outcome: OutcomeHash,
     history_size: int,
     timestamp: int,
+    adaptive_facts: str | None = None,
 ) -> ToolCallRecord | None:
     """Fill the newest matching pending record, or append a complete one (SPEC §3.6).
 
@@ -95,6 +99,7 @@ def apply_outcome(
                 candidate,
                 result_hash=outcome.result_hash,
                 unknown_tool_name=outcome.unknown_tool_name,
+                adaptive_facts=adaptive_facts,
             )
             history[index] = filled
             trim_history(history, history_size)
@@ -107,6 +112,7 @@ def apply_outcome(
         result_hash=outcome.result_hash,
         unknown_tool_name=outcome.unknown_tool_name,
         timestamp=timestamp,
+        adaptive_facts=adaptive_facts,
     )
     history.append(record)
     trim_history(history, history_size)

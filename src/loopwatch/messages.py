@@ -138,3 +138,8 @@ MCP_LOG_RELAY_FAILED: Final = "mcp-proxy: relaying the client's messages failed:
 MCP_LOG_DETECTION_OFF: Final = (
     "mcp-proxy: loop detection is off in {path}: set tools.loopDetection.enabled to true"
 )
+
+# --- Adaptive profile detector lines, logger ``loopwatch.detection`` ------------------------
+
+LOG_ADAPTIVE_CRITICAL: Final = "Adaptive loop detected: {detector} {tool} count={count}"
+LOG_ADAPTIVE_WARNING: Final = "Adaptive loop warning: {detector} {tool} count={count}"

@@ -158,7 +158,6 @@ def test_fail_on_wins_over_a_skipped_file(capsys: pytest.CaptureFixture[str], da
         (["scan", "x", "--format", "yaml"], "invalid choice"),
         (["scan"], "the following arguments are required: PATH"),
         (["scan", "x", "--sweep", "a=1", "--html", "r.html"], "cannot be combined"),
-        (["scan", "x", "--profile", "adaptive"], "adaptive profile"),
         (["bogus"], "invalid choice"),
     ],
 )
@@ -383,3 +382,19 @@ def test_scan_never_draws_progress_on_a_pipe(
 ) -> None:
     _code, _out, err = _run(capsys, "scan", str(data))
     assert "[#" not in err
+
+
+def test_adaptive_profile_blocks_the_short_loop_early(capsys: pytest.CaptureFixture[str]) -> None:
+    run = str(
+        Path(__file__).resolve().parents[2] / "examples" / "runs" / "openclaw_kimi48b__P1-r5.jsonl"
+    )
+    reference = json.loads(_run(capsys, "scan", run, "--json")[1])
+    adaptive = json.loads(_run(capsys, "scan", run, "--json", "--profile", "adaptive")[1])
+    (ref_run,) = reference["runs"]
+    (ada_run,) = adaptive["runs"]
+    assert ref_run["first_stop"] == {"index": 24, "action": "block"}
+    assert ada_run["first_stop"]["action"] == "block"
+    assert ada_run["first_stop"]["index"] <= 6
+    assert ada_run["detector"] == "repeated_failure"
+    code, out, _err = _run(capsys, "scan", run, "--profile", "adaptive")
+    assert code == 0 and "profile: adaptive" in out

@@ -785,7 +785,7 @@ def test_field_metadata_is_complete() -> None:
     attrs |= {f.name for f in dataclasses.fields(PostCompactionGuardConfig)}
     assert {f.attr for f in CONFIG_FIELDS} <= attrs
     assert all(f.help.endswith(f"(default: {str(f.default).lower()})") for f in CONFIG_FIELDS)
-    assert set(LOOPWATCH_BLOCK_KEYS) == {"profile"}
+    assert set(LOOPWATCH_BLOCK_KEYS) == {"profile", "adaptive"}
 
 
 # --------------------------------------------------------------------------------------------

@@ -18,7 +18,6 @@ from loopwatch.config import (
     ResolvedConfig,
     load_config_file,
     merge_agent_config,
-    resolve_config,
 )
 from loopwatch.replay import DEFAULT_SCAN_BLOCK, ReplaySettings, RunReplay, replay_run
 from loopwatch.transcripts import FormatName, TranscriptError, read_transcript
@@ -47,7 +46,9 @@ class ScanSetup:
         config_path: the ``--config`` file, or ``None`` for the defaults.
         agent_id: the ``--agent``, if any.
         block: the merged ``tools.loopDetection`` block that applies (for display).
-        resolved: that block resolved as the detectors read it.
+        resolved: that block resolved as the detectors read it (in the adaptive profile,
+            ``enabled`` unset counts as on).
+        profile: the profile every run is replayed under.
     """
 
     settings: ReplaySettings
@@ -55,6 +56,7 @@ class ScanSetup:
     agent_id: str | None
     block: Mapping[str, Any] | None
     resolved: ResolvedConfig
+    profile: Profile = "reference"
 
 
 def load_setup(config_path: str | None, agent_id: str | None, profile: Profile | None) -> ScanSetup:
@@ -79,8 +81,9 @@ def load_setup(config_path: str | None, agent_id: str | None, profile: Profile |
             config=None, openclaw_config=config, agent_id=agent_id, profile=profile
         )
         block = merge_agent_config(config, agent_id)
-    settings.new_guard()  # fail now, not once per run
-    return ScanSetup(settings, config_path, agent_id, block, resolve_config(block))
+    guard = settings.new_guard()  # fail now, not once per run
+    _block, resolved = guard.block_for(agent_id)
+    return ScanSetup(settings, config_path, agent_id, block, resolved, guard.profile)
 
 
 def describe_thresholds(resolved: ResolvedConfig) -> str:
@@ -121,6 +124,11 @@ def describe_setup(setup: ScanSetup) -> list[str]:
                 "post-compaction guard can act"
             )
     lines.append("thresholds: " + describe_thresholds(setup.resolved))
+    if setup.profile == "adaptive":
+        lines.append(
+            "profile: adaptive (the reference detectors plus repeated failure, same error, "
+            "identical streak and cycle detectors)"
+        )
     return lines
 
 

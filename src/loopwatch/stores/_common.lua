@@ -11,8 +11,9 @@
 -- ARGV[1] now (seconds, the LoopGuard clock), ARGV[2] idle TTL in seconds ("" = none),
 -- ARGV[3] idle TTL in milliseconds for PEXPIRE ("" = none); the rest is per script.
 --
--- A record is eight fields joined by \31 (records in a reply are joined by \30): nonce, run, tool, args hash, tool call id,
--- result hash, unknown tool name, timestamp (ms). Every field but the nonce and the
+-- A record is nine fields joined by \31 (records in a reply are joined by \30): nonce,
+-- run, tool, args hash, tool call id, result hash, unknown tool name, timestamp (ms), and
+-- the adaptive profile's facts (digests and flags, null in the reference profile). Every field but the nonce and the
 -- timestamp is a JSON token made by Python with ensure_ascii (null or a quoted string),
 -- so fields never contain \31 and equal values have equal tokens: matching is plain
 -- string comparison. Only digests are stored, never raw arguments or results.
@@ -24,7 +25,8 @@ local TTL_S = tonumber(ARGV[2])
 local TTL_MS = ARGV[3]
 local SEP = "\31"
 local RS = "\30"
-local F_NONCE, F_RUN, F_TOOL, F_ARGS, F_CALL, F_RESULT, F_UNKNOWN, F_TS = 1, 2, 3, 4, 5, 6, 7, 8
+local F_NONCE, F_RUN, F_TOOL, F_ARGS, F_CALL, F_RESULT, F_UNKNOWN, F_TS, F_FACTS =
+  1, 2, 3, 4, 5, 6, 7, 8, 9
 
 local function split(text, sep)
   local fields, start = {}, 1

@@ -43,6 +43,8 @@ class OutcomeWrite:
     outcome: OutcomeHash
     history_size: int
     timestamp: int
+    #: The adaptive profile's facts about the outcome (``None`` in the reference profile).
+    adaptive_facts: str | None = None
 
 
 class Store(ABC):

@@ -4,7 +4,7 @@
 -- token to match ("" = match any), ARGV[8] result hash token, ARGV[9] unknown name token,
 -- ARGV[10] tool call id token as given, ARGV[11] timestamp, ARGV[12] history size,
 -- ARGV[13] guard window size, ARGV[14] guard enabled (1/0): the guard's spec if it does
--- not exist yet (it is never reconfigured).
+-- not exist yet (it is never reconfigured), ARGV[15] adaptive facts token.
 -- Returns {record, abort, armed, remaining, count, window size}.
 touch()
 local run, tool, args, match = ARGV[4], ARGV[5], ARGV[6], ARGV[7]
@@ -17,6 +17,7 @@ for i = #history, 1, -1 do
       and f[F_RUN] == run and (match == "" or f[F_CALL] == match) then
     f[F_RESULT] = result
     f[F_UNKNOWN] = unknown
+    f[F_FACTS] = ARGV[15]
     stored = table.concat(f, SEP)
     redis.call("LSET", H, i - 1, stored)
     break
@@ -24,7 +25,8 @@ for i = #history, 1, -1 do
 end
 if not stored then
   local nonce = redis.call("HINCRBY", S, "n", 1)
-  stored = table.concat({ nonce, run, tool, args, ARGV[10], result, unknown, ARGV[11] }, SEP)
+  stored = table.concat(
+    { nonce, run, tool, args, ARGV[10], result, unknown, ARGV[11], ARGV[15] }, SEP)
   redis.call("RPUSH", H, stored)
 end
 redis.call("LTRIM", H, -tonumber(ARGV[12]), -1)

@@ -145,6 +145,7 @@ def _body(record: ToolCallRecord) -> str:
             _token(record.result_hash),
             _token(record.unknown_tool_name),
             str(int(record.timestamp)),
+            _token(record.adaptive_facts),
         )
     )
 
@@ -152,7 +153,7 @@ def _body(record: ToolCallRecord) -> str:
 @lru_cache(maxsize=8192)
 def _decode_record(raw: str) -> ToolCallRecord:
     """Decode one stored record; cached, since each call reads the same records again."""
-    _nonce, run, tool, args, call, result, unknown, timestamp = raw.split(_SEP)
+    _nonce, run, tool, args, call, result, unknown, timestamp, facts = raw.split(_SEP)
     tool_name = _untoken(tool)
     args_hash = _untoken(args)
     if tool_name is None or args_hash is None:
@@ -165,6 +166,7 @@ def _decode_record(raw: str) -> ToolCallRecord:
         result_hash=_untoken(result),
         unknown_tool_name=_untoken(unknown),
         timestamp=int(timestamp),
+        adaptive_facts=_untoken(facts),
     )
 
 
@@ -549,6 +551,7 @@ class RedisStore(Store):
             str(int(write.history_size)),
             str(int(guard.window_size)),
             "1" if guard.enabled else "0",
+            _token(write.adaptive_facts),
         )
         return self._op("record_outcome", session_key, now, args, parse)
 
