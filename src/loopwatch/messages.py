@@ -143,3 +143,49 @@ MCP_LOG_DETECTION_OFF: Final = (
 
 LOG_ADAPTIVE_CRITICAL: Final = "Adaptive loop detected: {detector} {tool} count={count}"
 LOG_ADAPTIVE_WARNING: Final = "Adaptive loop warning: {detector} {tool} count={count}"
+
+# --- Adaptive profile verdicts (issue 06), model-facing ----------------------------------
+# ``{tool}`` is the normalised tool name, ``{count}`` the detector's count (the upcoming call
+# included), ``{prior}`` = count - 1, ``{period}`` / ``{laps}`` / ``{tools}`` describe a cycle.
+# Parameter values never appear: loopwatch keeps only digests of them.
+
+MSG_REPEATED_FAILURE_WARNING: Final = (
+    "WARNING: This would be attempt {count} of the same {tool} call, which has failed every "
+    "time with the same error. Do not repeat it unchanged: read the error message, then change "
+    "the arguments or try a different approach."
+)
+MSG_REPEATED_FAILURE_CRITICAL: Final = (
+    "CRITICAL: Blocked attempt {count} of the same {tool} call, which failed {prior} times with "
+    "the same error. Repeating it will not help: fix what the error reports, change the "
+    "arguments or the approach, or report that the task cannot be completed."
+)
+MSG_SAME_ERROR_WARNING: Final = (
+    "WARNING: {tool} has returned the same error {prior} times although its arguments changed. "
+    "Varying the arguments is not fixing it: read the error, deal with its cause (a missing "
+    "prerequisite, a wrong assumption about the environment), or try a different approach."
+)
+MSG_SAME_ERROR_CRITICAL: Final = (
+    "CRITICAL: Blocked {tool}: it returned the same error {prior} times with different "
+    "arguments. Stop varying the arguments: address the cause the error names, use a "
+    "different tool or approach, or report that the task cannot be completed."
+)
+MSG_IDENTICAL_STREAK_WARNING: Final = (
+    "WARNING: This would be call {count} in a row of {tool} with identical arguments, and the "
+    "previous {prior} returned identical results. Calling it again will return the same "
+    "result: use the result you already have and move on to the next step."
+)
+MSG_IDENTICAL_STREAK_CRITICAL: Final = (
+    "CRITICAL: Blocked call {count} in a row of {tool} with identical arguments; the previous "
+    "{prior} returned identical results. Use the result you already have and continue with a "
+    "different step, or report that the task cannot be completed."
+)
+MSG_CYCLE_WARNING: Final = (
+    "WARNING: The same sequence of {period} calls ({tools}) has run {laps} times in a row with "
+    "identical results, and {tool} would start it again. The cycle is making no progress: "
+    "change an argument, try a different approach, or report that the task cannot be completed."
+)
+MSG_CYCLE_CRITICAL: Final = (
+    "CRITICAL: Blocked {tool}: the same sequence of {period} calls ({tools}) has already run "
+    "{laps} times in a row with identical results. Stop cycling: change the approach or report "
+    "that the task cannot be completed."
+)

@@ -99,6 +99,28 @@ def test_recorded_runs_give_identical_decisions(redis_store_factory: Callable[..
     assert actions == {"allow", "warn", "block"}
 
 
+def test_adaptive_profile_gives_identical_decisions(
+    redis_store_factory: Callable[..., Store],
+) -> None:
+    """The adaptive facts travel through the store: same adaptive verdicts on both."""
+    assert CORPUS.is_dir(), f"the shared corpus is missing: expected {CORPUS}"
+    files = _corpus_files()
+
+    def scenario(host: Host) -> None:
+        replay_corpus(host, files)
+
+    config = {"enabled": True}
+    expected = play(MemoryStore(), scenario, config, profile="adaptive")
+    actual = play(redis_store_factory(), scenario, config, profile="adaptive")
+    assert actual == expected
+    detectors = {
+        item[1].verdict.detector
+        for item in expected
+        if item[0] == "before" and item[1].action == "block"
+    }
+    assert {"repeated_failure", "identical_streak"} <= detectors
+
+
 # --- asyncio ------------------------------------------------------------------------------
 
 
