@@ -29,6 +29,7 @@ from types import MappingProxyType
 from typing import Any, Final, Literal
 
 from loopwatch._undefined import UNDEFINED
+from loopwatch.adaptive import AdaptiveConfig
 from loopwatch.compaction import PostCompactionLoopPersistedError
 from loopwatch.config import Profile
 from loopwatch.fingerprint import hash_tool_call
@@ -60,12 +61,14 @@ class ReplaySettings:
         openclaw_config: a whole OpenClaw config, merged per call for ``agent_id``.
         agent_id: the agent whose override applies (with ``openclaw_config``).
         profile: the loopwatch profile, or ``None`` for the config's own.
+        adaptive: the adaptive profile's settings, or ``None`` for the config's own.
     """
 
     config: Mapping[str, Any] | None = field(default_factory=lambda: DEFAULT_SCAN_BLOCK)
     openclaw_config: Mapping[str, Any] | None = None
     agent_id: str | None = None
     profile: Profile | None = None
+    adaptive: AdaptiveConfig | None = None
 
     def new_guard(self) -> LoopGuard:
         """A fresh guard for one run.
@@ -76,9 +79,14 @@ class ReplaySettings:
         """
         if self.openclaw_config is not None:
             return LoopGuard(
-                openclaw_config=self.openclaw_config, clock=_fixed_clock, profile=self.profile
+                openclaw_config=self.openclaw_config,
+                clock=_fixed_clock,
+                profile=self.profile,
+                adaptive=self.adaptive,
             )
-        return LoopGuard(self.config, clock=_fixed_clock, profile=self.profile)
+        return LoopGuard(
+            self.config, clock=_fixed_clock, profile=self.profile, adaptive=self.adaptive
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -183,3 +183,24 @@ def test_sweep_usage_errors(
 def test_sweep_with_a_skipped_file_exits_3(capsys: pytest.CaptureFixture[str], data: Path) -> None:
     paths = [str(data / "loopwatch" / "loop.jsonl"), str(data / "malformed" / "bad_tool.jsonl")]
     assert main(["scan", *paths, "--sweep", "warningThreshold=3"]) == 3
+
+
+def test_sweep_keeps_the_config_files_adaptive_profile(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = (
+        Path(__file__).resolve().parents[2] / "examples" / "runs" / "openclaw_kimi48b__P1-r5.jsonl"
+    )
+    config = tmp_path / "openclaw.json5"
+    config.write_text(
+        "{tools: {loopDetection: {enabled: true}},"
+        " loopwatch: {profile: 'adaptive', adaptive: {repeatedFailure: {warn: 2, block: 3}}}}",
+        encoding="utf-8",
+    )
+    argv = ["scan", str(run), "--config", str(config), "--json"]
+    code = main([*argv, "--sweep", "warningThreshold=10:10:1"])
+    document = json.loads(capsys.readouterr().out)
+    assert code == 0
+    (row,) = document["sweep"]
+    assert row["runs_blocked"] == 1
+    assert row["wasted_calls"] > 106  # blocked far earlier than the reference's call 24

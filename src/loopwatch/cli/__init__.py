@@ -150,7 +150,14 @@ def _run_sweep(args: argparse.Namespace, setup: ScanSetup, result: ScanResult) -
         unit="settings",
         enabled=wants_progress(sys.stderr, total, disabled=args.no_progress),
     )
-    rows = run_sweep(runs, _sweep_base(setup), axes, profile=args.profile, progress=progress)
+    rows = run_sweep(
+        runs,
+        _sweep_base(setup),
+        axes,
+        profile=setup.profile,
+        adaptive=setup.adaptive,
+        progress=progress,
+    )
     progress.close()
     if args.json:
         import json
@@ -166,7 +173,8 @@ def _run_sweep(args: argparse.Namespace, setup: ScanSetup, result: ScanResult) -
         calls = sum(replay.calls for _path, replay in result.replays)
         header = [
             f"loopwatch scan --sweep: {len(result.files)} files, {len(runs)} runs, {calls} calls",
-            *describe_setup(setup)[:-1],
+            # The swept thresholds replace the fixed ones in the header.
+            *(line for line in describe_setup(setup) if not line.startswith("thresholds:")),
             "",
         ]
         write(sys.stdout, "\n".join(header) + "\n" + render_sweep(rows, axes))

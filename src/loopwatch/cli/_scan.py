@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+from loopwatch.adaptive import AdaptiveConfig
 from loopwatch.config import (
     Profile,
     ResolvedConfig,
@@ -49,6 +50,7 @@ class ScanSetup:
         resolved: that block resolved as the detectors read it (in the adaptive profile,
             ``enabled`` unset counts as on).
         profile: the profile every run is replayed under.
+        adaptive: the adaptive profile's settings (``None`` in the reference profile).
     """
 
     settings: ReplaySettings
@@ -57,6 +59,7 @@ class ScanSetup:
     block: Mapping[str, Any] | None
     resolved: ResolvedConfig
     profile: Profile = "reference"
+    adaptive: AdaptiveConfig | None = None
 
 
 def load_setup(config_path: str | None, agent_id: str | None, profile: Profile | None) -> ScanSetup:
@@ -83,7 +86,9 @@ def load_setup(config_path: str | None, agent_id: str | None, profile: Profile |
         block = merge_agent_config(config, agent_id)
     guard = settings.new_guard()  # fail now, not once per run
     _block, resolved = guard.block_for(agent_id)
-    return ScanSetup(settings, config_path, agent_id, block, resolved, guard.profile)
+    return ScanSetup(
+        settings, config_path, agent_id, block, resolved, guard.profile, guard.adaptive
+    )
 
 
 def describe_thresholds(resolved: ResolvedConfig) -> str:

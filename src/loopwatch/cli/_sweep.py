@@ -19,6 +19,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from loopwatch.adaptive import AdaptiveConfig
 from loopwatch.config import (
     ConfigError,
     LoopDetectionConfig,
@@ -163,6 +164,7 @@ def sweep_one(
     base_block: Mapping[str, Any],
     setting: tuple[tuple[str, int], ...],
     profile: Profile | None,
+    adaptive: AdaptiveConfig | None = None,
 ) -> SweepRow:
     """Replay every run under one combination and add up its decisions."""
     block = apply_setting(base_block, setting)
@@ -171,7 +173,7 @@ def sweep_one(
     except ConfigError as exc:
         reason = "; ".join(issue.message for issue in exc.issues)
         return SweepRow(setting=setting, skipped=reason, resolved=None)
-    settings = ReplaySettings(config=block, profile=profile)
+    settings = ReplaySettings(config=block, profile=profile, adaptive=adaptive)
     replays = [replay_run(run, settings) for run in runs]
     return SweepRow(
         setting=setting,
@@ -193,6 +195,7 @@ def run_sweep(
     axes: Sequence[SweepAxis],
     *,
     profile: Profile | None = None,
+    adaptive: AdaptiveConfig | None = None,
     progress: Progress | None = None,
 ) -> tuple[SweepRow, ...]:
     """Replay ``runs`` under every combination of ``axes`` over ``base_block``.
@@ -202,6 +205,7 @@ def run_sweep(
         base_block: the ``tools.loopDetection`` block the settings are applied to.
         axes: the swept settings.
         profile: the loopwatch profile.
+        adaptive: the adaptive profile's settings (default: its defaults).
         progress: advanced once per combination.
 
     Returns:
@@ -209,7 +213,7 @@ def run_sweep(
     """
     rows: list[SweepRow] = []
     for setting in combinations(axes):
-        rows.append(sweep_one(runs, base_block, setting, profile))
+        rows.append(sweep_one(runs, base_block, setting, profile, adaptive))
         if progress is not None:
             progress.advance()
     return tuple(rows)
