@@ -14,7 +14,9 @@ times are printed for orientation only.
 
 When loopwatch has the orjson fast path (``loopwatch._fastjson``), each table is measured
 with fingerprinting forced onto the pure-Python path (``pure``) and with the fast path
-(``fast``), interleaved in the same rounds, so before/after is itself a ratio.
+(``fast``), interleaved in the same rounds, so before/after is itself a ratio. With
+``--baseline DIR`` (the ``src`` folder of another checkout), that code is measured too, as
+mode ``before``, in the same rounds: ``fast/before`` is then this code against it.
 
 Figures (targets from issue #6):
 
@@ -36,6 +38,7 @@ import argparse
 import contextlib
 import gc
 import hashlib
+import importlib
 import importlib.util
 import itertools
 import json
@@ -51,6 +54,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 try:
@@ -58,9 +62,13 @@ try:
 except ImportError:  # pragma: no cover - the floor needs it
     sys.exit('benchmarks need orjson for the floor: pip install -e ".[fast]"')
 
-from loopwatch import UNDEFINED, LoopGuard, MemoryStore
+import loopwatch
+from loopwatch import UNDEFINED, LoopGuard
 from loopwatch import fingerprint as _fingerprint
-from loopwatch.outcomes import hash_tool_outcome
+
+with contextlib.suppress(ImportError):  # figure 5 replays with them when the library has them
+    import loopwatch.replay
+    import loopwatch.transcripts
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_CORPUS = HERE.parents[1] / "shared" / "corpus" / "traj"
@@ -73,12 +81,62 @@ TOOL = "read"  # a tool without special outcome rules: the generic path
 #: existed, or without orjson). Benchmarks switch it off to time the pure path.
 _FAST = getattr(_fingerprint, "_fast_json", None)
 MODES: tuple[str, ...] = ("pure", "fast") if _FAST is not None else ("pure",)
+#: The mode of the ``--baseline`` code (measured as it is, fast path included).
+BEFORE = "before"
+_BASELINE: ModuleType | None = None
+#: Each measured package's ``UNDEFINED`` (the corpus is read with this one's).
+_UNDEFINED: dict[type, object] = {LoopGuard: UNDEFINED}
 
 
 def use_mode(mode: str) -> None:
     """Route fingerprinting through the pure-Python path or the orjson fast path."""
     if _FAST is not None:
-        _fingerprint._fast_json = _FAST if mode == "fast" else None
+        _fingerprint._fast_json = None if mode == "pure" else _FAST
+
+
+def lib(mode: str) -> Any:
+    """The loopwatch package a mode measures: this one, or the ``--baseline`` one."""
+    return _BASELINE if mode == BEFORE else loopwatch
+
+
+def load_baseline(src: Path) -> None:
+    """Import the ``loopwatch`` package of another checkout beside this one (mode ``before``).
+
+    Its modules are imported under their own names while this package's are set aside, then
+    both are put back: each package's code keeps its own modules. (Imports that the old code
+    makes lazily, inside functions, would find this package's modules: none are on the paths
+    measured here.)
+    """
+    global _BASELINE, MODES
+    ours = {k: m for k, m in sys.modules.items() if k == "loopwatch" or k.startswith("loopwatch.")}
+    for name in ours:
+        del sys.modules[name]
+    sys.path.insert(0, str(src))
+    try:
+        base = importlib.import_module("loopwatch")
+        for name in ("fingerprint", "outcomes", "stores.memory", "replay", "transcripts"):
+            with contextlib.suppress(ImportError):
+                importlib.import_module(f"loopwatch.{name}")
+    finally:
+        sys.path.remove(str(src))
+        for name in [k for k in sys.modules if k == "loopwatch" or k.startswith("loopwatch.")]:
+            del sys.modules[name]
+        sys.modules.update(ours)
+    if Path(base.__file__).resolve().parent == Path(loopwatch.__file__).resolve().parent:
+        sys.exit(f"--baseline {src} is this same code")
+    _BASELINE = base
+    _UNDEFINED[base.LoopGuard] = base.UNDEFINED
+    MODES = (*MODES, BEFORE)
+
+
+def comparisons() -> list[tuple[str, str, str]]:
+    """The (label, mode, reference mode) ratio columns the measured modes allow."""
+    pairs = [("fast/pure", "fast", "pure"), ("fast/before", "fast", BEFORE)]
+    return [p for p in pairs if p[1] in MODES and p[2] in MODES]
+
+
+def compare(by_mode: Mapping[str, Case]) -> list[str]:
+    return [fx(ratio(by_mode[a], by_mode[b])) for _, a, b in comparisons()]
 
 
 # --- harness ---------------------------------------------------------------------------------
@@ -138,7 +196,7 @@ def measure(cases: Sequence[Case], rounds: int, batch_s: float) -> None:
         shift = r % len(cases)
         for case in [*cases[shift:], *cases[:shift]]:
             case.samples.append(_timed(case))
-    use_mode(MODES[-1])
+    use_mode("fast")
 
 
 def ratio(a: Case, b: Case) -> float:
@@ -204,6 +262,7 @@ def play(
     run_id: str | None = None,
 ) -> str:
     """Play the host's part for one call (SPEC §9.3); returns the decision's action."""
+    undefined = _UNDEFINED[type(guard)]
     decision = guard.before_call(
         call.tool, call.args, session_key=session, tool_call_id=call_id, run_id=run_id
     )
@@ -214,10 +273,15 @@ def play(
         session_key=session,
         tool_call_id=call_id,
         run_id=run_id,
-        result=decision.tool_result if blocked else call.result,
-        error=UNDEFINED if blocked else call.error,
+        result=decision.tool_result if blocked else _own(call.result, undefined),
+        error=undefined if blocked else _own(call.error, undefined),
     )
     return decision.action
+
+
+def _own(value: object, undefined: object) -> object:
+    """A corpus value for a guard whose package has its own ``UNDEFINED``."""
+    return undefined if value is UNDEFINED else value
 
 
 def healthy_runs(runs: Sequence[tuple[str, list[Call]]]) -> list[tuple[str, list[Call]]]:
@@ -293,9 +357,9 @@ def floor_op(args: object, result: object) -> None:
     hashlib.sha256(orjson.dumps(result, option=SORT_KEYS)).hexdigest()
 
 
-def pair_runner(values: Sequence[tuple[Any, Any]]) -> Callable[[int], object]:
+def pair_runner(values: Sequence[tuple[Any, Any]], mode: str) -> Callable[[int], object]:
     """A guard in a steady, healthy state: cycles through distinct calls of one session."""
-    guard = LoopGuard({"enabled": True})
+    guard = lib(mode).LoopGuard({"enabled": True})
     ids = [f"call_{i}" for i in range(997)]
     state = {"i": 0}
     before, after = guard.before_call, guard.after_call
@@ -332,9 +396,10 @@ def floor_runner(values: Sequence[tuple[Any, Any]]) -> Callable[[int], object]:
     return run
 
 
-def hashing_runner(values: Sequence[tuple[Any, Any]]) -> Callable[[int], object]:
-    """The fingerprinting a pair does: the args hashed by both calls, the outcome once."""
-    hash_call = _fingerprint.hash_tool_call
+def hashing_runner(values: Sequence[tuple[Any, Any]], mode: str) -> Callable[[int], object]:
+    """The fingerprinting a pair does before #6: the args hashed twice, the outcome once."""
+    hash_call = lib(mode).fingerprint.hash_tool_call
+    hash_tool_outcome = lib(mode).outcomes.hash_tool_outcome
 
     def run(n: int) -> None:
         for i in range(n):
@@ -346,8 +411,8 @@ def hashing_runner(values: Sequence[tuple[Any, Any]]) -> Callable[[int], object]
     return run
 
 
-def digest_runner(values: Sequence[object]) -> Callable[[int], object]:
-    digest = _fingerprint.digest
+def digest_runner(values: Sequence[object], mode: str) -> Callable[[int], object]:
+    digest = lib(mode).fingerprint.digest
 
     def run(n: int) -> None:
         for i in range(n):
@@ -391,18 +456,17 @@ def figure_overhead(
     header = ["values", "args B", "result B", "floor µs"]
     for mode in MODES:
         header += [f"pair µs ({mode})", f"hashing µs ({mode})", f"x floor ({mode})"]
-    if len(MODES) > 1:
-        header.append("fast/pure")
+    header += [label for label, _, _ in comparisons()]
     header.append("target")
     rows = []
     fp_rows = []
     for name, target, values in shapes:
         floor = Case("floor", floor_runner(values))
-        pairs = [Case(f"pair {m}", pair_runner(values), mode=m) for m in MODES]
-        hashing = [Case(f"hashing {m}", hashing_runner(values), mode=m) for m in MODES]
+        pairs = [Case(f"pair {m}", pair_runner(values, m), mode=m) for m in MODES]
+        hashing = [Case(f"hashing {m}", hashing_runner(values, m), mode=m) for m in MODES]
         arg_values = [a for a, _ in values]
         res_values = [r for _, r in values]
-        digests = [Case(f"digest {m}", digest_runner(res_values), mode=m) for m in MODES]
+        digests = [Case(f"digest {m}", digest_runner(res_values, m), mode=m) for m in MODES]
         floor_digest = Case("orjson digest", orjson_digest_runner(res_values))
         measure([floor, *pairs, *hashing, floor_digest, *digests], rounds, batch_s)
         row: list[object] = [
@@ -413,23 +477,20 @@ def figure_overhead(
         ]
         for pair, hashes in zip(pairs, hashing, strict=True):
             row += [fus(pair.median_us), fus(hashes.median_us), fx(ratio(pair, floor))]
-        if len(pairs) > 1:
-            row.append(fx(ratio(pairs[1], pairs[0])))
-        final = ratio(pairs[-1], floor)
+        row += compare({c.mode: c for c in pairs})
+        final = ratio(pairs[MODES.index("fast") if "fast" in MODES else 0], floor)
         row.append(mark(final, target) if target else "-")
         rows.append(row)
         fp_row: list[object] = [name, fus(floor_digest.median_us)]
         for d in digests:
             fp_row += [fus(d.median_us), fx(ratio(d, floor_digest))]
-        if len(digests) > 1:
-            fp_row.append(fx(ratio(digests[1], digests[0])))
+        fp_row += compare({c.mode: c for c in digests})
         fp_rows.append(fp_row)
     out += ["", table(header, rows), ""]
     fp_header = ["result value", "orjson+sha µs"]
     for mode in MODES:
         fp_header += [f"digest µs ({mode})", f"x orjson ({mode})"]
-    if len(MODES) > 1:
-        fp_header.append("fast/pure")
+    fp_header += [label for label, _, _ in comparisons()]
     out += ["Fingerprint alone: `fingerprint.digest(result)`", ""]
     out += [table(fp_header, fp_rows), ""]
     return out
@@ -460,9 +521,9 @@ def salted_sequence(runs: Sequence[tuple[str, list[Call]]], length: int) -> list
 
 
 def replay_runner(
-    seq: Sequence[tuple[Call, str]], history: int, start: int, per_run: bool
+    seq: Sequence[tuple[Call, str]], history: int, start: int, per_run: bool, mode: str
 ) -> tuple[Callable[[int], object], Counter[str]]:
-    guard = LoopGuard({"enabled": True, "historySize": history})
+    guard = lib(mode).LoopGuard({"enabled": True, "historySize": history})
     actions: Counter[str] = Counter()
     state = {"i": 0}
 
@@ -501,7 +562,7 @@ def figure_growth(runs: Sequence[tuple[str, list[Call]]], rounds: int, batch_s: 
         for mode in MODES:
             use_mode(mode)
             for size in sizes:
-                runner, actions = replay_runner(seq, size, warm, per_run)
+                runner, actions = replay_runner(seq, size, warm, per_run, mode)
                 counters[mode, size] = actions
                 # Same batch size everywhere: every guard plays the same calls in a round.
                 cases.append(Case(f"{mode} {size}", runner, mode=mode, n=GROWTH_BATCH))
@@ -522,10 +583,10 @@ def figure_growth(runs: Sequence[tuple[str, list[Call]]], rounds: int, batch_s: 
                     mark(growth[-1], 1.5),
                 ]
             )
-        if len(MODES) > 1:
-            n = len(sizes)
-            speedups = [fx(ratio(cases[n + k], cases[k])) for k in range(n)]
-            rows.append([scope, "fast/pure", *speedups, "", "", "", ""])
+        for label, a, b in comparisons():
+            ia, ib = MODES.index(a) * len(sizes), MODES.index(b) * len(sizes)
+            speedups = [fx(ratio(cases[ia + k], cases[ib + k])) for k in range(len(sizes))]
+            rows.append([scope, label, *speedups, "", "", "", ""])
     out += ["", table(header, rows), ""]
     return out
 
@@ -545,9 +606,13 @@ def _traced(build: Callable[[], LoopGuard]) -> tuple[int, LoopGuard]:
     return after - before, guard
 
 
-def _filled(calls: Sequence[Call], sessions: int, per_session: int) -> LoopGuard:
+def _filled(
+    calls: Sequence[Call], sessions: int, per_session: int, mode: str, history: int = 30
+) -> LoopGuard:
     """A guard whose store holds ``sessions`` sessions of ``per_session`` calls each."""
-    guard = LoopGuard({"enabled": True}, store=MemoryStore(max_sessions=sessions + 10))
+    package = lib(mode)
+    store = package.MemoryStore(max_sessions=sessions + 10)
+    guard: LoopGuard = package.LoopGuard({"enabled": True, "historySize": history}, store=store)
     k = 0
     for s in range(sessions):
         key = f"session-{s:06d}"
@@ -570,28 +635,39 @@ def figure_sessions(
     history = 30
 
     out = ["## 3. Many sessions", ""]
-    # Memory does not depend on the fingerprint path: measured once.
-    one_bytes, big_guard = _traced(lambda: _filled(calls, sessions, 1))
-    full_bytes, _ = _traced(lambda: _filled(calls, full_sessions, history))
-    per_one = one_bytes / sessions  # a session holding one record
-    per_full = full_bytes / full_sessions  # a session holding a full history
-    per_record = (per_full - per_one) / (history - 1)
-    idle = per_one - per_record
-    mem_rows = [
-        [
-            f"{per_record:.0f}",
-            mark_bytes(per_record, 250),
-            f"{idle:.0f}",
-            mark_bytes(idle, 2048),
-            f"{per_full:.0f}",
-        ]
-    ]
+    # Memory does not depend on the fingerprint path: measured once per package.
+    big_guards: dict[str, LoopGuard] = {}
+    mem_rows = []
+    long_history, long_sessions = 3_000, max(4, full_sessions // 100)
+    for code in [m for m in MODES if m != "pure"] or ["pure"]:
+        one_bytes, big_guards[code] = _traced(lambda c=code: _filled(calls, sessions, 1, c))
+        full_bytes, _ = _traced(lambda c=code: _filled(calls, full_sessions, history, c))
+        per_one = one_bytes / sessions  # a session holding one record
+        per_full = full_bytes / full_sessions  # a session holding a full history
+        per_record = (per_full - per_one) / (history - 1)
+        idle = per_one - per_record
+        long_bytes, _ = _traced(
+            lambda c=code: _filled(calls, long_sessions, long_history, c, long_history)
+        )
+        per_long = (long_bytes / long_sessions - per_one) / (long_history - 1)
+        mem_rows.append(
+            [
+                "this code" if code != BEFORE else BEFORE,
+                f"{per_record:.0f}",
+                mark_bytes(per_record, 250),
+                f"{idle:.0f}",
+                mark_bytes(idle, 2048),
+                f"{per_full:.0f}",
+                f"{per_long:.0f}",
+            ]
+        )
 
     hot = calls[:VARIANTS]
     cases = []
     for mode in MODES:
         use_mode(mode)
-        lone_guard = LoopGuard({"enabled": True})
+        big_guard = big_guards[BEFORE if mode == BEFORE else next(iter(big_guards))]
+        lone_guard = lib(mode).LoopGuard({"enabled": True})
         cases.append(Case(f"among {mode}", hot_runner(big_guard, hot), mode=mode))
         cases.append(Case(f"alone {mode}", hot_runner(lone_guard, hot), mode=mode))
     measure(cases, rounds, batch_s)
@@ -604,12 +680,21 @@ def figure_sessions(
         f"tracemalloc: {sessions:,} sessions with one call each, and {full_sessions:,} "
         f"sessions with a full history ({history} records; real corpus calls with call ids). "
         "Per record = (full session - one-call session) / 29; idle session = one-call session "
-        "- one record."
+        f"- one record. Last column: per record with historySize {long_history:,} "
+        f"({long_sessions} sessions of {long_history:,} calls)."
     )
     out += [
         "",
         table(
-            ["B / record", "target", "B / idle session", "target", "B / full session"],
+            [
+                "code",
+                "B / record",
+                "target",
+                "B / idle session",
+                "target",
+                "B / full session",
+                f"B / record @{long_history:,}",
+            ],
             mem_rows,
         ),
         "",
@@ -644,9 +729,9 @@ def hot_runner(guard: LoopGuard, calls: Sequence[Call]) -> Callable[[int], objec
 
 
 def loop_runner(
-    script: Callable[[int], tuple[Call, str]],
+    script: Callable[[int], tuple[Call, str]], mode: str
 ) -> tuple[Callable[[int], object], Counter[str]]:
-    guard = LoopGuard({"enabled": True})
+    guard = lib(mode).LoopGuard({"enabled": True})
     actions: Counter[str] = Counter()
     state = {"i": 0}
 
@@ -704,13 +789,14 @@ def figure_detectors(text: str, rounds: int, batch_s: float) -> list[str]:
     for name, script in scripts.items():
         for mode in MODES:
             use_mode(mode)
-            runner, actions = loop_runner(script)
+            runner, actions = loop_runner(script, mode)
             cases[name, mode] = Case(f"{name} {mode}", runner, mode=mode)
             counters[name, mode] = actions
     measure(list(cases.values()), rounds, batch_s)
     first = next(iter(scripts))
+    header += [label for label, _, _ in comparisons()]
     for name in scripts:
-        mix = counters[name, MODES[-1]]
+        mix = counters[name, "fast" if "fast" in MODES else MODES[0]]
         total = sum(mix.values()) or 1
         row: list[object] = [
             name,
@@ -721,6 +807,7 @@ def figure_detectors(text: str, rounds: int, batch_s: float) -> list[str]:
                 fus(cases[name, mode].median_us),
                 fx(ratio(cases[name, mode], cases[first, mode])),
             ]
+        row += compare({mode: cases[name, mode] for mode in MODES})
         rows.append(row)
     out += ["", table(header, rows), ""]
     return out
@@ -729,13 +816,13 @@ def figure_detectors(text: str, rounds: int, batch_s: float) -> list[str]:
 # --- figure 5: scan throughput -----------------------------------------------------------------
 
 
-def _replay_with_library(folder: Path) -> Callable[[], int] | None:
+def _replay_with_library(folder: Path, mode: str) -> Callable[[], int] | None:
     """``loopwatch.replay`` over the parsed corpus, if the library has it."""
-    try:
-        from loopwatch.replay import replay_run
-        from loopwatch.transcripts import read_transcript
-    except ImportError:
+    package = lib(mode)
+    replay, transcripts_module = (getattr(package, n, None) for n in ("replay", "transcripts"))
+    if replay is None or transcripts_module is None:
         return None
+    replay_run, read_transcript = replay.replay_run, transcripts_module.read_transcript
     transcripts = [read_transcript(p) for p in sorted(folder.glob("*.jsonl"))]
     runs = [run for t in transcripts for run in t.runs]
 
@@ -745,11 +832,11 @@ def _replay_with_library(folder: Path) -> Callable[[], int] | None:
     return scan
 
 
-def _replay_plainly(runs: Sequence[tuple[str, list[Call]]]) -> Callable[[], int]:
+def _replay_plainly(runs: Sequence[tuple[str, list[Call]]], mode: str) -> Callable[[], int]:
     def scan() -> int:
         n = 0
         for _name, calls in runs:
-            guard = LoopGuard({"enabled": True})
+            guard = lib(mode).LoopGuard({"enabled": True})
             for i, c in enumerate(calls):
                 play(guard, c, "scan", f"call-{i + 1}")
             n += len(calls)
@@ -762,24 +849,26 @@ def figure_scan(
     folder: Path, runs: Sequence[tuple[str, list[Call]]], rounds: int, quick: bool
 ) -> list[str]:
     out = ["## 5. Scan throughput", ""]
-    scan = _replay_with_library(folder)
     how = "`loopwatch.replay.replay_run` over every corpus run (parsing excluded)"
-    if scan is None:
-        scan = _replay_plainly(runs)
+    scans = {mode: _replay_with_library(folder, mode) for mode in MODES}
+    if any(scan is None for scan in scans.values()):
+        scans = {mode: _replay_plainly(runs, mode) for mode in MODES}
         how = "every corpus run replayed through a fresh LoopGuard (plain loop)"
-    calls = scan()
+    calls = {mode: scan() for mode, scan in scans.items() if scan is not None}
     cases = []
-    for mode in MODES:
+    for mode, scan in scans.items():
         cases.append(Case(f"scan {mode}", lambda n, s=scan: [s() for _ in range(n)], mode=mode))
     measure(cases, max(3, rounds // 5), 0.0)
-    rows = []
+    rows: list[list[object]] = []
     for case in cases:
-        per_call = case.median_us * 1000 / calls
-        rows.append([case.mode, f"{calls}", f"{1e9 / per_call:,.0f}", f"{per_call / 1000:.1f}"])
-    if len(cases) > 1:
+        per_call = case.median_us * 1000 / calls[case.mode]
         rows.append(
-            ["fast/pure", "", fx(1 / ratio(cases[1], cases[0])), fx(ratio(cases[1], cases[0]))]
+            [case.mode, f"{calls[case.mode]}", f"{1e9 / per_call:,.0f}", f"{per_call / 1000:.1f}"]
         )
+    by_mode = {case.mode: case for case in cases}
+    for label, a, b in comparisons():
+        speed = ratio(by_mode[a], by_mode[b])
+        rows.append([label, "", fx(1 / speed), fx(speed)])
     out += [
         f"{how}, {len(runs)} runs.",
         "",
@@ -795,6 +884,12 @@ def figure_scan(
             cmd = [sys.executable, str(path), *(["--quick"] if quick and knows_quick else [])]
             done = subprocess.run(cmd, capture_output=True, text=True, check=False)
             out += [(done.stdout + done.stderr).strip() or f"(exit {done.returncode})", "```", ""]
+            if _BASELINE is not None and _BASELINE.__file__ is not None:
+                # The same script on the baseline code (found first on the path).
+                env = {**os.environ, "PYTHONPATH": str(Path(_BASELINE.__file__).parents[1])}
+                done = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
+                text = (done.stdout + done.stderr).strip() or f"(exit {done.returncode})"
+                out += [f"{script}, `{BEFORE}` code:", "", "```", text, "```", ""]
     return out
 
 
@@ -825,7 +920,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--only", default="12345", help="figures to run, e.g. --only 13 (default: all)"
     )
     parser.add_argument("--sessions", type=int, help="sessions for figure 3")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="the src folder of another checkout, measured beside this code as mode 'before'",
+    )
     opts = parser.parse_args(argv)
+    if opts.baseline is not None:
+        load_baseline(opts.baseline.resolve())
     logging.getLogger("loopwatch").propagate = False  # loops log warnings: keep them quiet
 
     rounds = 21 if opts.quick else 101

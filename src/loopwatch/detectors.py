@@ -8,9 +8,10 @@ also writes the detector's log line, as OpenClaw does on every detection.
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Mapping, Sequence
+from abc import ABC, abstractmethod
+from collections.abc import Collection, Mapping, Sequence, Set
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Final, Literal, Protocol
 
 from loopwatch import messages
 from loopwatch.config import ResolvedConfig, resolve_config
@@ -63,86 +64,152 @@ def is_known_poll(tool_name: str, params: object) -> bool:
     return isinstance(action, str) and action in ("poll", "log")
 
 
-def _unknown_tool_streak(
-    records: Sequence[ToolCallRecord], tool_name: str
-) -> tuple[int, str | None]:
-    name: str | None = None
-    count = 0
-    for record in reversed(records):
-        if record.tool_name != tool_name or record.unknown_tool_name is None:
-            break
-        if name is None:
-            name = record.unknown_tool_name
-        elif record.unknown_tool_name != name:
-            break
-        count += 1
-    return count, name
-
-
-def _no_progress(
-    records: Sequence[ToolCallRecord], tool_name: str, args_hash: str
-) -> tuple[int, str | None, int]:
-    """(no-progress streak, latest result hash, recent count) of one call signature."""
-    streak = 0
-    latest: str | None = None
-    recent = 0
-    streak_open = True
-    for record in reversed(records):
-        if record.args_hash != args_hash or record.tool_name != tool_name:
-            continue
-        recent += 1
-        if not streak_open or record.result_hash is None:
-            continue
-        if latest is None:
-            latest = record.result_hash
-            streak = 1
-        elif record.result_hash == latest:
-            streak += 1
-        else:
-            streak_open = False
-    return streak, latest, recent
-
-
 @dataclass(frozen=True, slots=True)
-class _PingPong:
+class PingPong:
+    """What the ping-pong detector found (SPEC §4): the count, the no-progress evidence and
+    the pair (``last``'s tool name and args hash)."""
+
     count: int
     no_progress: bool
     paired_tool_name: str | None
     paired_signature: str | None
 
 
-_NO_PING_PONG: Final = _PingPong(0, False, None, None)
+NO_PING_PONG: Final = PingPong(0, False, None, None)
 
 
-def _ping_pong(records: Sequence[ToolCallRecord], current_hash: str) -> _PingPong:
-    if not records:
-        return _NO_PING_PONG
-    last = records[-1]
-    other: ToolCallRecord | None = None
-    for record in reversed(records[:-1]):
-        if record.args_hash != last.args_hash:
-            other = record
-            break
-    if other is None or other.tool_name == "":
-        return _NO_PING_PONG
-    expected = (last.args_hash, other.args_hash)
-    tail = 0
-    for record in reversed(records):
-        if record.args_hash != expected[tail % 2]:
-            break
-        tail += 1
-    if tail < 2 or current_hash != other.args_hash:
-        return _NO_PING_PONG
-    tail_records = records[len(records) - tail :]
-    last_side = {r.result_hash for r in tail_records[len(tail_records) - 1 :: -2]}
-    other_side = {r.result_hash for r in tail_records[len(tail_records) - 2 :: -2]}
-    no_progress = (
+class RecordFields(Protocol):
+    """What is read from a record: a :class:`ToolCallRecord`, or a store's own record."""
+
+    @property
+    def tool_name(self) -> str: ...
+
+    @property
+    def args_hash(self) -> str: ...
+
+    @property
+    def result_hash(self) -> str | None: ...
+
+    @property
+    def unknown_tool_name(self) -> str | None: ...
+
+    @property
+    def adaptive_facts(self) -> str | None: ...
+
+
+class RunHistory(ABC):
+    """The questions detection asks about the history of the upcoming call's run (SPEC §4).
+
+    :func:`evaluate` takes either a plain sequence of records, which :class:`ScannedRun`
+    answers by walking it, or a store's own ``RunHistory`` that answers from an index
+    maintained as records come and go (the memory store's, see
+    :mod:`loopwatch.stores._history`). Every implementation must give exactly the answers of
+    :class:`ScannedRun`; ``tests/core/test_incremental.py`` checks this on generated
+    histories. They only read: the history does not change while they are asked.
+    """
+
+    __slots__ = ()
+
+    @abstractmethod
+    def unknown_tool_streak(self, tool_name: str) -> tuple[int, str | None]:
+        """(streak, unknown name): newest records of ``tool_name`` that failed as unknown."""
+
+    @abstractmethod
+    def no_progress(self, tool_name: str, args_hash: str) -> tuple[int, str | None, int]:
+        """(no-progress streak, latest result hash, recent count) of one call signature."""
+
+    @abstractmethod
+    def ping_pong(self, tool_name: str, current_hash: str) -> PingPong:
+        """The alternation the upcoming call ``(tool_name, current_hash)`` would continue."""
+
+    @abstractmethod
+    def fields(self) -> Sequence[RecordFields]:
+        """The run's records, oldest first, for detectors that read them one by one (the
+        adaptive profile's); cheaper than public records for a store that keeps its own."""
+
+
+class ScannedRun(RunHistory):
+    """A run's records as a plain sequence, oldest first, answered by walking them.
+
+    What the Redis store, the module-level functions and replays use: each answer costs
+    one walk over the records (the unknown-tool streak and ping-pong stop early).
+    """
+
+    __slots__ = ("records",)
+
+    def __init__(self, records: Sequence[ToolCallRecord]) -> None:
+        self.records = records
+
+    def fields(self) -> Sequence[ToolCallRecord]:
+        return self.records
+
+    def unknown_tool_streak(self, tool_name: str) -> tuple[int, str | None]:
+        name: str | None = None
+        count = 0
+        for record in reversed(self.records):
+            if record.tool_name != tool_name or record.unknown_tool_name is None:
+                break
+            if name is None:
+                name = record.unknown_tool_name
+            elif record.unknown_tool_name != name:
+                break
+            count += 1
+        return count, name
+
+    def no_progress(self, tool_name: str, args_hash: str) -> tuple[int, str | None, int]:
+        streak = 0
+        latest: str | None = None
+        recent = 0
+        streak_open = True
+        for record in reversed(self.records):
+            if record.args_hash != args_hash or record.tool_name != tool_name:
+                continue
+            recent += 1
+            if not streak_open or record.result_hash is None:
+                continue
+            if latest is None:
+                latest = record.result_hash
+                streak = 1
+            elif record.result_hash == latest:
+                streak += 1
+            else:
+                streak_open = False
+        return streak, latest, recent
+
+    def ping_pong(self, tool_name: str, current_hash: str) -> PingPong:
+        records = self.records
+        newest = len(records) - 1
+        if newest < 1:
+            return NO_PING_PONG
+        last, other = records[newest], records[newest - 1]
+        # "other" is the newest earlier record with other args than the newest; the tail is
+        # at least 2 long only when that is the record right before it: else nothing to find.
+        if other.args_hash == last.args_hash or other.tool_name == "":
+            return NO_PING_PONG
+        if current_hash != other.args_hash:
+            return NO_PING_PONG  # the upcoming call would not continue the alternation
+        expected = (last.args_hash, other.args_hash)
+        tail = 2
+        while tail <= newest and records[newest - tail].args_hash == expected[tail % 2]:
+            tail += 1
+        last_side = {records[newest - i].result_hash for i in range(0, tail, 2)}
+        other_side = {records[newest - i].result_hash for i in range(1, tail, 2)}
+        return PingPong(
+            tail + 1, no_progress_evidence(last_side, other_side), last.tool_name, last.args_hash
+        )
+
+
+def no_progress_evidence(last_side: Set[object], other_side: Set[object]) -> bool:
+    """Ping-pong evidence from the outcomes of each side of the tail (``None``: pending).
+
+    True when every record of the tail has an outcome and each side always had the same.
+    """
+    return (
         None not in last_side
         and None not in other_side
         and len(last_side) == 1
         and len(other_side) == 1
     )
-    return _PingPong(tail + 1, no_progress, last.tool_name, last.args_hash)
 
 
 def _ping_pong_key(tool_name: str, current_hash: str, paired_signature: str | None) -> str:
@@ -153,7 +220,7 @@ def _ping_pong_key(tool_name: str, current_hash: str, paired_signature: str | No
 
 
 def evaluate(
-    records: Sequence[ToolCallRecord],
+    records: Sequence[ToolCallRecord] | RunHistory,
     tool_name: str,
     current_hash: str,
     known_poll: bool,
@@ -162,7 +229,8 @@ def evaluate(
     """Decide on the upcoming call from its run-scoped history (SPEC §4 decision order).
 
     Args:
-        records: the history of the call's run, oldest first.
+        records: the history of the call's run, oldest first, or a :class:`RunHistory`
+            that answers for it (a store's index).
         tool_name: the tool name as hashed.
         current_hash: the upcoming call's ``argsHash``.
         known_poll: whether the call is a known poll (:func:`is_known_poll`).
@@ -170,7 +238,8 @@ def evaluate(
     """
     if not config.enabled:
         return NOT_STUCK
-    unknown_streak, unknown_name = _unknown_tool_streak(records, tool_name)
+    run = records if isinstance(records, RunHistory) else ScannedRun(records)
+    unknown_streak, unknown_name = run.unknown_tool_streak(tool_name)
     if unknown_streak >= config.unknown_tool_threshold:
         shown = unknown_name or tool_name
         return LoopVerdict(
@@ -182,7 +251,7 @@ def evaluate(
             warning_key=f"unknown-tool:{tool_name}:{unknown_name or 'unknown'}",
         )
 
-    streak, latest, recent = _no_progress(records, tool_name, current_hash)
+    streak, latest, recent = run.no_progress(tool_name, current_hash)
     result_part = latest or "none"
     if streak >= config.global_circuit_breaker_threshold:
         return LoopVerdict(
@@ -212,7 +281,7 @@ def evaluate(
             )
 
     if config.ping_pong:
-        pp = _ping_pong(records, current_hash)
+        pp = run.ping_pong(tool_name, current_hash)
         critical = pp.count >= config.critical_threshold and pp.no_progress
         if critical or pp.count >= config.warning_threshold:
             template = messages.PING_PONG_CRITICAL if critical else messages.PING_PONG_WARNING
@@ -310,12 +379,18 @@ __all__ = [
     "GLOBAL_CIRCUIT_BREAKER",
     "KNOWN_POLL_NO_PROGRESS",
     "NOT_STUCK",
+    "NO_PING_PONG",
     "PING_PONG",
     "UNKNOWN_TOOL_REPEAT",
     "LoopVerdict",
+    "PingPong",
+    "RecordFields",
+    "RunHistory",
+    "ScannedRun",
     "detect_tool_call_loop",
     "evaluate",
     "is_known_poll",
     "log_verdict",
+    "no_progress_evidence",
     "run_scoped",
 ]

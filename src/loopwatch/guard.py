@@ -9,6 +9,7 @@ It never raises into the agent, except the deliberate post-compaction abort.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 import threading
@@ -49,6 +50,7 @@ from loopwatch.config import (
 from loopwatch.detectors import (
     NOT_STUCK,
     LoopVerdict,
+    RunHistory,
     evaluate,
     is_known_poll,
     log_verdict,
@@ -86,6 +88,10 @@ _MAX_CACHED_AGENTS: Final = 1024
 #: At most one store-failure log line per this many seconds of the guard's clock.
 STORE_ERROR_LOG_INTERVAL_S: Final = 30.0
 STORE_UNAVAILABLE: Final = "store_unavailable"
+#: How many ``before_call`` args hashes wait for their ``after_call`` (see ``_ArgsMemo``).
+ARGS_MEMO_SIZE: Final = 1024
+#: How many raw tool names the guard remembers the normalised form of.
+_TOOL_NAME_CACHE_SIZE: Final = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,29 +139,21 @@ def _error_text(exc: BaseException) -> str:
 _T = TypeVar("_T")
 
 
-@dataclass(frozen=True, slots=True)
-class _StoreOp:
-    """One store call an operation needs; the sync and async drivers perform it.
-
-    Operations are written once, as generators that yield these, so ``before_call`` and
-    ``abefore_call`` (and the other twins) share every line of logic (sans-I/O style).
-    """
-
-    name: str
-    args: tuple[Any, ...]
-
-
+#: One store call an operation needs, as (method name, arguments); the sync and async
+#: drivers perform it. Operations are written once, as generators that yield these (or as
+#: a single op), so ``before_call`` and ``abefore_call`` (and the other twins) share every
+#: line of logic (sans-I/O style). Plain tuples: one is built per store call.
+_StoreOp = tuple[str, tuple[Any, ...]]
 _Steps = Generator[_StoreOp, Any, _T]
 
 
-def _one(op: _StoreOp) -> _Steps[Any]:
-    """An operation that is a single store call."""
-    return (yield op)
-
-
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _BeforePlan:
-    """Everything ``before_call`` derives from its inputs before touching the store."""
+    """Everything ``before_call`` derives from its inputs before touching the store.
+
+    Internal and never shared, so not frozen: a frozen dataclass costs a microsecond more
+    to build, on every call.
+    """
 
     tool: str
     session_key: str
@@ -167,6 +165,72 @@ class _BeforePlan:
     known_poll: bool
     resolved: ResolvedConfig
     pending: ToolCallRecord | None
+    now: float
+
+
+_MISSING: Final = object()
+#: Types whose instances cannot change: a params value of one of these is pinned by its
+#: identity (``type()`` is compared exactly, so subclasses are not trusted).
+_IMMUTABLE_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
+
+
+class _ArgsMemo:
+    """The args hash ``before_call`` computed, kept for the ``after_call`` of that call.
+
+    ``after_call`` hashes the params it is given (SPEC §5.4), and a tool may change its
+    params while it runs. The hash is reused only when the params provably did not
+    change: the very same object, and either an immutable scalar, or a plain ``dict`` with
+    ``str`` keys and immutable scalar values that still holds the very same value objects
+    under the same keys (key order never matters to the hash). Anything else (nested
+    containers, other types) is hashed again. This saves a third of the hashing of a
+    guarded call with large arguments.
+    """
+
+    __slots__ = ("args_hash", "items", "params", "tool")
+
+    def __init__(
+        self,
+        tool: str,
+        params: object,
+        items: tuple[tuple[str, object], ...] | None,
+        args_hash: str,
+    ) -> None:
+        self.tool = tool
+        self.params = params
+        self.items = items
+        self.args_hash = args_hash
+
+    @classmethod
+    def of(cls, tool: str, params: object, args_hash: str) -> _ArgsMemo | None:
+        """A memo for these params, or ``None`` when their content cannot be pinned."""
+        kind = type(params)
+        if kind in _IMMUTABLE_SCALARS:
+            return cls(tool, params, None, args_hash)
+        if kind is not dict:
+            return None
+        assert isinstance(params, dict)
+        try:
+            items = tuple(params.items())
+        except RuntimeError:  # changed by another thread meanwhile
+            return None
+        for key, value in items:
+            if type(key) is not str or type(value) not in _IMMUTABLE_SCALARS:
+                return None
+        return cls(tool, params, items, args_hash)
+
+    def hash_of(self, tool: str, params: object) -> str | None:
+        """The remembered hash when ``params`` are still what was hashed, else ``None``."""
+        if params is not self.params or tool != self.tool:
+            return None
+        items = self.items
+        if items is not None:
+            assert isinstance(params, dict)
+            if len(params) != len(items):
+                return None
+            for key, value in items:
+                if params.get(key, _MISSING) is not value:
+                    return None
+        return self.args_hash
 
 
 class _OnceLog:
@@ -296,6 +360,11 @@ class LoopGuard:
         self._warned_no_session = False
         self._store_error_logged_at: float | None = None
         self._allow = Decision("allow", NOT_STUCK, False, None, self.enforce)
+        # Per-call work done once: normalised tool names, guard specs, and the args hash
+        # of each call between its before_call and its after_call.
+        self._tool_names: dict[str, str] = {}
+        self._guard_specs: dict[tuple[int, bool], GuardSpec] = {}
+        self._args_memos: dict[tuple[str, str | None], _ArgsMemo] = {}
 
     # --- configuration ---------------------------------------------------------------
 
@@ -319,6 +388,14 @@ class LoopGuard:
                     self._agent_cache.popitem(last=False)
         return cached
 
+    def _guard_spec(self, resolved: ResolvedConfig) -> GuardSpec:
+        """The post-compaction guard spec of a resolved config (SPEC §6.2), shared."""
+        key = (resolved.guard_window_size, resolved.guard_enabled)
+        spec = self._guard_specs.get(key)
+        if spec is None:
+            spec = self._guard_specs[key] = GuardSpec(*key)
+        return spec
+
     def _profile_resolved(
         self, block: Mapping[str, Any] | None, resolved: ResolvedConfig
     ) -> ResolvedConfig:
@@ -333,6 +410,42 @@ class LoopGuard:
 
     def _now(self) -> float:
         return float(self._clock())
+
+    def _tool_name(self, tool_name: object) -> str:
+        """The normalised tool name (SPEC §5.1), remembered for plain ``str`` names."""
+        if type(tool_name) is not str:
+            return _safe_tool_name(tool_name)
+        names = self._tool_names
+        name = names.get(tool_name)
+        if name is None:
+            name = _safe_tool_name(tool_name)
+            if len(names) >= _TOOL_NAME_CACHE_SIZE:
+                names.clear()
+            names[tool_name] = name
+        return name
+
+    def _remember_args(
+        self, session_key: str, call_id: object, tool: str, params: object, args_hash: str
+    ) -> None:
+        """Keep ``before_call``'s args hash for the ``after_call`` of the same call."""
+        if call_id is not None and type(call_id) is not str:
+            return  # the memo is keyed by the id as given (see _take_args_memo)
+        memo = _ArgsMemo.of(tool, params, args_hash)
+        if memo is None:
+            return
+        memos = self._args_memos
+        memos[session_key, call_id] = memo
+        if len(memos) > ARGS_MEMO_SIZE:  # calls whose after_call never came: drop the oldest
+            with contextlib.suppress(RuntimeError, KeyError, StopIteration):  # a race: skip
+                del memos[next(iter(memos))]
+
+    def _take_args_memo(self, session_key: str, call_id: object) -> _ArgsMemo | None:
+        """The memo of the call's ``before_call``, if any (:meth:`_ArgsMemo.hash_of` says
+        whether its hash still holds). Keyed by the id as given, ``None`` or a plain
+        ``str``: normalising any other id may fail, and must fail where it always did."""
+        if call_id is not None and type(call_id) is not str:
+            return None
+        return self._args_memos.pop((session_key, call_id), None)
 
     def _emit(self, event: LoopEvent) -> None:
         for listener in self._listeners:
@@ -357,9 +470,9 @@ class LoopGuard:
         store = self._store
         with store.session_lock(session_key):
             try:
-                op = next(steps)
+                name, args = next(steps)
                 while True:
-                    op = steps.send(getattr(store, op.name)(*op.args))
+                    name, args = steps.send(getattr(store, name)(*args))
             except StopIteration as done:
                 result: _T = done.value
                 return result
@@ -370,12 +483,27 @@ class LoopGuard:
         if not store.native_async:
             return self._drive(session_key, steps)
         try:
-            op = next(steps)
+            name, args = next(steps)
             while True:
-                op = steps.send(await getattr(store, "a" + op.name)(*op.args))
+                name, args = steps.send(await getattr(store, "a" + name)(*args))
         except StopIteration as done:
             result: _T = done.value
             return result
+
+    def _drive_one(self, session_key: str, op: _StoreOp) -> Any:
+        """Perform an operation that is a single store call."""
+        store = self._store
+        name, args = op
+        with store.session_lock(session_key):
+            return getattr(store, name)(*args)
+
+    async def _adrive_one(self, session_key: str, op: _StoreOp) -> Any:
+        """The async twin of :meth:`_drive_one`."""
+        store = self._store
+        if not store.native_async:
+            return self._drive_one(session_key, op)
+        name, args = op
+        return await getattr(store, "a" + name)(*args)
 
     def _store_failed(self, session_key: str, tool: str, operation: str, exc: StoreError) -> None:
         """Report a store failure: an event every time, a log line at a bounded rate."""
@@ -427,6 +555,8 @@ class LoopGuard:
         run = normalize_run_id(run_id)
         call_id = normalize_tool_call_id(tool_call_id)
         args_hash = hash_tool_call(tool, params, normalizers=self.normalizers)
+        self._remember_args(session_key, tool_call_id, tool, params, args_hash)
+        now = self._now()
         records = block is None or block.get("enabled") is not False
         known_poll = is_known_poll(tool, params)
         facts = None
@@ -435,18 +565,11 @@ class LoopGuard:
             facts = encode_facts(
                 AdaptiveRecord(tool, args_hash, thinking=thinking, polling=known_poll)
             )
-        pending = (
-            ToolCallRecord(
-                tool_name=tool,
-                args_hash=args_hash,
-                tool_call_id=call_id,
-                run_id=run,
-                timestamp=int(self._now() * 1000),
-                adaptive_facts=facts,
+        pending = None
+        if records:  # positional: the fields in order, a quarter cheaper than keywords
+            pending = ToolCallRecord(
+                tool, args_hash, call_id, run, None, None, int(now * 1000), facts
             )
-            if records
-            else None
-        )
         return _BeforePlan(
             tool=tool,
             session_key=session_key,
@@ -458,6 +581,7 @@ class LoopGuard:
             known_poll=known_poll,
             resolved=resolved,
             pending=pending,
+            now=now,
         )
 
     def _detect(self, plan: _BeforePlan, scoped: Sequence[ToolCallRecord]) -> LoopVerdict:
@@ -474,9 +598,13 @@ class LoopGuard:
     def _detect_adaptive(
         plan: _BeforePlan, scoped: Sequence[ToolCallRecord], config: AdaptiveConfig
     ) -> LoopVerdict | None:
+        # The adaptive detectors read only the newest ``window`` records: convert those, and
+        # turn the verdict's indices back into indices into the whole run.
+        source = scoped.fields() if isinstance(scoped, RunHistory) else scoped
+        start = max(0, len(source) - config.window)
         records = [
             record_from_history(r.tool_name, r.args_hash, r.result_hash, r.adaptive_facts, config)
-            for r in scoped
+            for r in source[start:]
         ]
         found = evaluate_adaptive(records, plan.tool, plan.args_hash, config)
         if found is None:
@@ -497,7 +625,7 @@ class LoopGuard:
             count=found.count,
             message=found.message,
             warning_key=found.warning_key,
-            indices=found.indices,
+            indices=tuple(start + index for index in found.indices),
         )
 
     @staticmethod
@@ -574,23 +702,24 @@ class LoopGuard:
 
     def _before_steps(self, plan: _BeforePlan) -> _Steps[tuple[LoopVerdict, bool]]:
         """Detection between the store reads and writes it needs (one atomic step)."""
-        now = self._now()
+        now = plan.now
         key = plan.session_key
-        scoped = yield _StoreOp(
-            "begin_call", (key, plan.run, plan.pending, plan.resolved.history_size, now)
+        scoped = yield (
+            "begin_call",
+            (key, plan.run, plan.pending, plan.resolved.history_size, now),
         )
         verdict = self._detect(plan, scoped)
         emitted = False
         if verdict.level == "critical":
             if self.enforce and plan.pending is not None:
                 # Blocked calls are not recorded (the reference's sticky block).
-                yield _StoreOp("cancel_call", (key, plan.pending, now))
+                yield ("cancel_call", (key, plan.pending, now))
         elif verdict.stuck:
             bucket_key = self._bucket_key(plan, verdict)
             # Adaptive warnings are emitted at once, then once per loop (its warning key).
             adaptive = verdict.detector in ADAPTIVE_DETECTORS
             bucket = 1 if adaptive else verdict.count // 10
-            emitted = yield _StoreOp("update_warning_bucket", (key, bucket_key, bucket, now))
+            emitted = yield ("update_warning_bucket", (key, bucket_key, bucket, now))
         return verdict, emitted
 
     def before_call(
@@ -609,7 +738,7 @@ class LoopGuard:
             A :class:`Decision`. When ``decision.tool_result`` is set, do not run the tool:
             give that result to the model and pass it to :meth:`after_call`.
         """
-        tool = _safe_tool_name(tool_name)
+        tool = self._tool_name(tool_name)
         if not self._accepts(session_key):
             return self._allow
         assert isinstance(session_key, str)
@@ -633,7 +762,7 @@ class LoopGuard:
         agent_id: object = None,
     ) -> Decision:
         """Async twin of :meth:`before_call`."""
-        tool = _safe_tool_name(tool_name)
+        tool = self._tool_name(tool_name)
         if not self._accepts(session_key):
             return self._allow
         assert isinstance(session_key, str)
@@ -661,6 +790,8 @@ class LoopGuard:
     ) -> _StoreOp | None:
         """Hash the outcome outside any lock; ``None`` when there is nothing to record."""
         _block, resolved = self.block_for(agent_id)
+        # Taken first, so that a vetoed or failed outcome does not leave it behind.
+        memo = self._take_args_memo(session_key, tool_call_id)
         outcome = hash_tool_outcome(
             tool,
             params,
@@ -686,9 +817,12 @@ class LoopGuard:
                 )
             )
         now = self._now()
+        args_hash = memo.hash_of(tool, params) if memo is not None else None
+        if args_hash is None:
+            args_hash = hash_tool_call(tool, params, normalizers=self.normalizers)
         write = OutcomeWrite(
             tool_name=tool,
-            args_hash=hash_tool_call(tool, params, normalizers=self.normalizers),
+            args_hash=args_hash,
             tool_call_id=normalize_tool_call_id(tool_call_id),
             run_id=normalize_run_id(run_id),
             outcome=outcome,
@@ -696,8 +830,8 @@ class LoopGuard:
             timestamp=int(now * 1000),
             adaptive_facts=facts,
         )
-        spec = GuardSpec(resolved.guard_window_size, resolved.guard_enabled)
-        return _StoreOp("record_outcome", (session_key, write, spec, now))
+        spec = self._guard_spec(resolved)
+        return ("record_outcome", (session_key, write, spec, now))
 
     def _finish_after(
         self,
@@ -745,7 +879,7 @@ class LoopGuard:
         Raises:
             PostCompactionLoopPersistedError: the loop survived a compaction; end the run.
         """
-        tool = _safe_tool_name(tool_name)
+        tool = self._tool_name(tool_name)
         if not self._accepts(session_key):
             return None
         assert isinstance(session_key, str)
@@ -753,7 +887,7 @@ class LoopGuard:
             op = self._plan_after(
                 tool, params, session_key, run_id, tool_call_id, result, error, agent_id
             )
-            written = None if op is None else self._drive(session_key, _one(op))
+            written = None if op is None else self._drive_one(session_key, op)
         except StoreError as exc:
             self._store_failed(session_key, tool, "after_call", exc)
             return None
@@ -775,7 +909,7 @@ class LoopGuard:
         agent_id: object = None,
     ) -> ToolCallRecord | None:
         """Async twin of :meth:`after_call`."""
-        tool = _safe_tool_name(tool_name)
+        tool = self._tool_name(tool_name)
         if not self._accepts(session_key):
             return None
         assert isinstance(session_key, str)
@@ -783,7 +917,7 @@ class LoopGuard:
             op = self._plan_after(
                 tool, params, session_key, run_id, tool_call_id, result, error, agent_id
             )
-            written = None if op is None else await self._adrive(session_key, _one(op))
+            written = None if op is None else await self._adrive_one(session_key, op)
         except StoreError as exc:
             self._store_failed(session_key, tool, "after_call", exc)
             return None
@@ -796,8 +930,7 @@ class LoopGuard:
 
     def _arm_op(self, session_key: str, run: str | None, agent_id: object) -> _StoreOp:
         _block, resolved = self.block_for(agent_id)
-        spec = GuardSpec(resolved.guard_window_size, resolved.guard_enabled)
-        return _StoreOp("arm_guard", (session_key, run, spec, self._now()))
+        return ("arm_guard", (session_key, run, self._guard_spec(resolved), self._now()))
 
     def _armed(self, session_key: str, run: str | None, actual: GuardSpec | None) -> None:
         if actual is None:
@@ -831,7 +964,7 @@ class LoopGuard:
         run = normalize_run_id(run_id)
         actual: GuardSpec | None = None
         try:
-            actual = self._drive(session_key, _one(self._arm_op(session_key, run, agent_id)))
+            actual = self._drive_one(session_key, self._arm_op(session_key, run, agent_id))
         except Exception as exc:
             self._arm_failed(session_key, exc)
         self._armed(session_key, run, actual)
@@ -846,7 +979,7 @@ class LoopGuard:
         run = normalize_run_id(run_id)
         actual: GuardSpec | None = None
         try:
-            actual = await self._adrive(session_key, _one(self._arm_op(session_key, run, agent_id)))
+            actual = await self._adrive_one(session_key, self._arm_op(session_key, run, agent_id))
         except Exception as exc:
             self._arm_failed(session_key, exc)
         self._armed(session_key, run, actual)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Collection
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from loopwatch._undefined import UNDEFINED
 from loopwatch.config import resolve_config
@@ -95,11 +95,16 @@ def apply_outcome(
             and candidate.run_id == run_id
             and (not match_id or candidate.tool_call_id == tool_call_id)
         ):
-            filled = replace(
-                candidate,
-                result_hash=outcome.result_hash,
-                unknown_tool_name=outcome.unknown_tool_name,
-                adaptive_facts=adaptive_facts,
+            # Built directly: dataclasses.replace costs three times as much.
+            filled = ToolCallRecord(
+                candidate.tool_name,
+                candidate.args_hash,
+                candidate.tool_call_id,
+                candidate.run_id,
+                outcome.result_hash,
+                outcome.unknown_tool_name,
+                candidate.timestamp,
+                adaptive_facts,
             )
             history[index] = filled
             trim_history(history, history_size)

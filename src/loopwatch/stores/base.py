@@ -14,6 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from loopwatch.compaction import GuardSnapshot, GuardVerdict
 from loopwatch.history import ToolCallRecord
@@ -32,9 +33,12 @@ class GuardSpec:
     enabled: bool
 
 
-@dataclass(frozen=True, slots=True)
-class OutcomeWrite:
-    """One outcome to attach to the history (SPEC §3.6); ``run_id`` is already trimmed."""
+class OutcomeWrite(NamedTuple):
+    """One outcome to attach to the history (SPEC §3.6); ``run_id`` is already trimmed.
+
+    A named tuple rather than a frozen dataclass: it is built on every ``after_call``, and
+    a named tuple, as immutable, is built four times faster.
+    """
 
     tool_name: str
     args_hash: str
@@ -80,7 +84,14 @@ class Store(ABC):
         history_size: int,
         now: float,
     ) -> Sequence[ToolCallRecord]:
-        """Return the run's records as they were, then append ``pending`` (if any) and trim."""
+        """Return the run's records as they were, then append ``pending`` (if any) and trim.
+
+        The caller reads the returned records before its next call on the store (``LoopGuard``
+        does, under :meth:`session_lock`): a store may return a live view rather than a
+        copy. A store may also return a :class:`~loopwatch.detectors.RunHistory` (that is
+        also the sequence of records), which ``evaluate`` then asks directly instead of
+        scanning the records: the memory store does, from its per-run index.
+        """
 
     @abstractmethod
     def cancel_call(self, session_key: str, pending: ToolCallRecord, now: float) -> None:

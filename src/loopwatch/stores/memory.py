@@ -3,19 +3,22 @@
 Sessions live in an LRU map with lazy idle expiry (no background thread). One re-entrant
 lock serialises every operation, so parallel tool calls of a session, from threads or
 asyncio tasks, lose no record; operations take microseconds, so one lock is enough.
+
+A session's history is kept compact and indexed per run (:mod:`loopwatch.stores._history`),
+so that a call costs the same whatever the history size: ``begin_call`` hands the
+detectors a live view of the run instead of a copy.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
 from typing import Final
 
-from loopwatch.compaction import GuardSnapshot, GuardVerdict, PostCompactionGuard
-from loopwatch.history import SessionState, ToolCallRecord, append_call, apply_outcome
+from loopwatch.compaction import IDLE_VERDICT, GuardSnapshot, GuardVerdict, PostCompactionGuard
+from loopwatch.history import ToolCallRecord
+from loopwatch.stores._history import RunView, SessionHistory
 from loopwatch.stores.base import GuardSpec, OutcomeWrite, Store
 
 #: A session keeps at most this many warning keys; the oldest is forgotten first.
@@ -24,12 +27,74 @@ MAX_WARNING_KEYS: Final = 256
 _NO_GUARD: Final = GuardSnapshot(armed=False, remaining_attempts=0)
 
 
-@dataclass
+class _RunGuard:
+    """The post-compaction guard of one run (SPEC §6.2), built when first armed.
+
+    Until then it is only the spec it will be built from (the guard's configuration is
+    fixed by the first call that needed it): an unarmed guard answers every observation
+    with :data:`IDLE_VERDICT` and has nothing else to remember.
+    """
+
+    __slots__ = ("guard", "verdict")
+
+    def __init__(self, spec: GuardSpec) -> None:
+        self.guard: PostCompactionGuard | GuardSpec = spec
+        #: The verdict of the latest observation (``last_guard_verdict``).
+        self.verdict: GuardVerdict | None = None
+
+    def observe(self, tool_name: str, args_hash: str, result_hash: str) -> GuardVerdict:
+        guard = self.guard
+        if isinstance(guard, PostCompactionGuard):
+            verdict = guard.observe_quietly(tool_name, args_hash, result_hash)
+        else:
+            verdict = IDLE_VERDICT
+        self.verdict = verdict
+        return verdict
+
+    def arm(self) -> PostCompactionGuard:
+        guard = self.guard
+        if not isinstance(guard, PostCompactionGuard):
+            guard = PostCompactionGuard(window_size=guard.window_size, enabled=guard.enabled)
+            self.guard = guard
+        guard.arm_quietly()
+        return guard
+
+    def snapshot(self) -> GuardSnapshot:
+        guard = self.guard
+        return guard.snapshot() if isinstance(guard, PostCompactionGuard) else _NO_GUARD
+
+
 class _Session:
-    state: SessionState = field(default_factory=SessionState)
-    guards: dict[str | None, PostCompactionGuard] = field(default_factory=dict)
-    last_verdicts: dict[str | None, GuardVerdict] = field(default_factory=dict)
-    touched: float = 0.0
+    __slots__ = ("buckets", "guards", "history", "touched")
+
+    def __init__(self) -> None:
+        self.history = SessionHistory()
+        #: Warning buckets (SPEC §5.3), insertion ordered; ``None`` until the first one.
+        self.buckets: dict[str, int] | None = None
+        #: Post-compaction guards by run id; ``None`` until the first one.
+        self.guards: dict[str | None, _RunGuard] | None = None
+        self.touched = 0.0
+
+
+class _Postponed:
+    """The append of a ``begin_call``, applied by the store's next operation."""
+
+    __slots__ = ("history_size", "key", "pending", "session", "session_key")
+
+    def __init__(
+        self,
+        session_key: str,
+        session: _Session,
+        pending: ToolCallRecord,
+        history_size: int,
+        key: bytes | str,
+    ) -> None:
+        self.session_key = session_key
+        self.session = session
+        self.pending = pending
+        self.history_size = history_size
+        #: The pending record's call key, computed once for the view and the append.
+        self.key = key
 
 
 class MemoryStore(Store):
@@ -50,6 +115,7 @@ class MemoryStore(Store):
         self.idle_ttl_s = None if idle_ttl_s is None else float(idle_ttl_s)
         self._sessions: OrderedDict[str, _Session] = OrderedDict()
         self._lock = threading.RLock()
+        self._postponed: _Postponed | None = None
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -64,6 +130,7 @@ class MemoryStore(Store):
 
     def _peek(self, session_key: str, now: float) -> _Session | None:
         """The live session, without touching it (read-only accessors)."""
+        self._settle()
         session = self._sessions.get(session_key)
         if session is None or self._expired(session, now):
             return None
@@ -71,9 +138,11 @@ class MemoryStore(Store):
 
     def _touch(self, session_key: str, now: float) -> _Session:
         """The live session, created if needed, marked most recently used."""
+        self._settle()
         sessions = self._sessions
         session = sessions.get(session_key)
-        if session is not None and self._expired(session, now):
+        ttl = self.idle_ttl_s
+        if session is not None and ttl is not None and now - session.touched > ttl:
             del sessions[session_key]
             session = None
         if session is None:
@@ -96,6 +165,19 @@ class MemoryStore(Store):
         while len(sessions) >= self.max_sessions:
             sessions.popitem(last=False)
 
+    def _settle(self) -> None:
+        """Apply the append that the latest ``begin_call`` postponed, if any.
+
+        Every operation starts here (through :meth:`_touch` or :meth:`_peek`), so nothing
+        can observe the history without it.
+        """
+        postponed = self._postponed
+        if postponed is not None:
+            self._postponed = None
+            postponed.session.history.append(
+                postponed.pending, postponed.history_size, postponed.key
+            )
+
     # --- operations ------------------------------------------------------------------
 
     def begin_call(
@@ -105,25 +187,43 @@ class MemoryStore(Store):
         pending: ToolCallRecord | None,
         history_size: int,
         now: float,
-    ) -> Sequence[ToolCallRecord]:
+    ) -> RunView:
+        """The run's records as they were, then (see below) append ``pending`` and trim.
+
+        Returns a live view instead of a copy, and postpones the append to the store's
+        next operation, which applies it first: until then the view shows the run as it
+        was, and a ``cancel_call`` of this very record only has to drop it. ``LoopGuard``
+        reads the view at once, under :meth:`session_lock`.
+        """
         with self._lock:
-            history = self._touch(session_key, now).state.history
-            scoped = [record for record in history if record.run_id == run_id]
+            session = self._touch(session_key, now)
+            view = session.history.view(run_id)
             if pending is not None:
-                append_call(history, pending, history_size)
-            return scoped
+                key = view.expect(pending.tool_name, pending.args_hash)
+                self._postponed = _Postponed(session_key, session, pending, history_size, key)
+            return view
 
     def cancel_call(self, session_key: str, pending: ToolCallRecord, now: float) -> None:
         with self._lock:
-            history = self._touch(session_key, now).state.history
-            for index in range(len(history) - 1, -1, -1):
-                if history[index] is pending:
-                    del history[index]
-                    return
+            postponed = self._postponed
+            if (
+                postponed is not None
+                and postponed.pending is pending
+                and postponed.session_key == session_key
+            ):
+                self._postponed = None
+                # Appending the record and removing it again leaves the trim it made room by.
+                postponed.session.history.trim(postponed.history_size - 1)
+                self._touch(session_key, now)
+                return
+            self._touch(session_key, now).history.cancel(pending)
 
     def update_warning_bucket(self, session_key: str, key: str, bucket: int, now: float) -> bool:
         with self._lock:
-            buckets = self._touch(session_key, now).state.warning_buckets
+            session = self._touch(session_key, now)
+            buckets = session.buckets
+            if buckets is None:
+                buckets = session.buckets = {}
             if bucket <= buckets.get(key, 0):
                 return False
             buckets[key] = bucket
@@ -131,67 +231,62 @@ class MemoryStore(Store):
                 del buckets[next(iter(buckets))]
             return True
 
-    def _guard(self, session: _Session, run_id: str | None, spec: GuardSpec) -> PostCompactionGuard:
-        guard = session.guards.get(run_id)
-        if guard is None:
-            guard = PostCompactionGuard(window_size=spec.window_size, enabled=spec.enabled)
-            session.guards[run_id] = guard
-        return guard
+    @staticmethod
+    def _run_guard(session: _Session, run_id: str | None, spec: GuardSpec) -> _RunGuard:
+        guards = session.guards
+        if guards is None:
+            guards = session.guards = {}
+        run_guard = guards.get(run_id)
+        if run_guard is None:
+            run_guard = guards[run_id] = _RunGuard(spec)
+        return run_guard
 
     def record_outcome(
         self, session_key: str, write: OutcomeWrite, guard: GuardSpec, now: float
     ) -> tuple[ToolCallRecord, GuardVerdict]:
         with self._lock:
             session = self._touch(session_key, now)
-            record = apply_outcome(
-                session.state.history,
-                tool_name=write.tool_name,
-                args_hash=write.args_hash,
-                tool_call_id=write.tool_call_id,
-                run_id=write.run_id,
-                outcome=write.outcome,
-                history_size=write.history_size,
-                timestamp=write.timestamp,
-                adaptive_facts=write.adaptive_facts,
-            )
-            assert record is not None and record.result_hash is not None
-            verdict = self._guard(session, write.run_id, guard).observe_quietly(
+            record = session.history.record_outcome(write)
+            assert record.result_hash is not None
+            verdict = self._run_guard(session, write.run_id, guard).observe(
                 record.tool_name, record.args_hash, record.result_hash
             )
-            session.last_verdicts[write.run_id] = verdict
             return record, verdict
 
     def arm_guard(
         self, session_key: str, run_id: str | None, guard: GuardSpec, now: float
     ) -> GuardSpec:
         with self._lock:
-            run_guard = self._guard(self._touch(session_key, now), run_id, guard)
-            run_guard.arm_quietly()
-            return GuardSpec(window_size=run_guard.window_size, enabled=run_guard.enabled)
+            session = self._touch(session_key, now)
+            armed = self._run_guard(session, run_id, guard).arm()
+            return GuardSpec(window_size=armed.window_size, enabled=armed.enabled)
 
     def history(self, session_key: str, now: float) -> tuple[ToolCallRecord, ...]:
         with self._lock:
             session = self._peek(session_key, now)
-            return () if session is None else tuple(session.state.history)
+            return () if session is None else session.history.public()
 
     def guard_snapshot(self, session_key: str, run_id: str | None, now: float) -> GuardSnapshot:
         with self._lock:
             session = self._peek(session_key, now)
-            guard = None if session is None else session.guards.get(run_id)
-            return _NO_GUARD if guard is None else guard.snapshot()
+            guards = None if session is None else session.guards
+            run_guard = None if guards is None else guards.get(run_id)
+            return _NO_GUARD if run_guard is None else run_guard.snapshot()
 
     def last_guard_verdict(
         self, session_key: str, run_id: str | None, now: float
     ) -> GuardVerdict | None:
         with self._lock:
             session = self._peek(session_key, now)
-            return None if session is None else session.last_verdicts.get(run_id)
+            guards = None if session is None else session.guards
+            run_guard = None if guards is None else guards.get(run_id)
+            return None if run_guard is None else run_guard.verdict
 
     def warning_buckets(self, session_key: str, now: float) -> dict[str, int]:
         """A copy of the session's warning buckets (for tests and diagnostics)."""
         with self._lock:
             session = self._peek(session_key, now)
-            return {} if session is None else dict(session.state.warning_buckets)
+            return {} if session is None or session.buckets is None else dict(session.buckets)
 
 
 __all__ = ["MAX_WARNING_KEYS", "MemoryStore"]

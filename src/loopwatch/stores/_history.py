@@ -1,0 +1,624 @@
+"""The memory store's session history: compact records, per-run lists, a call index.
+
+What the memory store keeps per session, shaped so that a guarded call costs the same
+whatever the history size, and so that a record costs about 250 bytes instead of 430:
+
+- :class:`CompactRecord`: one record, its two digests and its timestamp packed into one
+  ``bytes`` object; the public :class:`~loopwatch.history.ToolCallRecord` is built on
+  demand when a record leaves the store.
+- :class:`RunRecords`: the records of one run, oldest first, and, once the run is longer
+  than :data:`INDEX_FROM`, an index from each call signature to its records.
+- :class:`SessionHistory`: every run's records in one list (trimming is global, SPEC §1)
+  and the runs that have records.
+- :class:`RunView`: what ``begin_call`` returns: a run's records as a sequence of public
+  records, and a :class:`~loopwatch.detectors.RunHistory` answering the detectors' three
+  questions from the run list and the index instead of a copy of the history.
+
+Equality is exact throughout: two records have equal keys exactly when their hash
+strings are equal, so the answers are those of a scan over the public records
+(``tests/core/test_incremental.py`` checks this on generated histories).
+"""
+
+from __future__ import annotations
+
+import struct
+import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Final, overload
+
+from loopwatch.detectors import NO_PING_PONG, PingPong, RunHistory, no_progress_evidence
+from loopwatch.history import ToolCallRecord
+from loopwatch.stores.base import OutcomeWrite
+
+#: A run longer than this gets its index by call signature. Shorter runs are scanned: a
+#: scan of a few dozen records costs about what the index costs to maintain, and no memory
+#: (an index entry costs more than the record itself, so the default history of 30 has none).
+INDEX_FROM: Final = 32
+
+#: A record's packed form: the args digest (32 bytes), the result key (the result digest
+#: and one byte for its kind, see :func:`result_key`), the timestamp (signed, 8 bytes).
+_PACKED: Final = struct.Struct("<32s33sq")
+_RESULT: Final = slice(32, 65)
+_KIND_AT: Final = 64
+#: Result kinds, the last byte of a result key: no outcome yet, a digest (SPEC §3.3), or
+#: ``"error:"`` and a digest.
+_PENDING: Final = 0
+_DIGEST: Final = 1
+_ERROR: Final = 2
+_KIND_BYTES: Final = (b"\x00", b"\x01", b"\x02")
+_ERROR_PREFIX: Final = "error:"
+_NO_RESULT: Final = bytes(32) + _KIND_BYTES[_PENDING]
+_MIN_TS: Final = -(2**63)
+_MAX_TS: Final = 2**63 - 1
+
+
+def _digest(text: str) -> bytes | None:
+    """The 32 bytes that 64 lower-case hex digits stand for; ``None`` for any other text."""
+    try:
+        raw = bytes.fromhex(text)
+    except ValueError:
+        return None
+    # fromhex also reads upper case, and skips whitespace: only a round trip is exact.
+    return raw if len(raw) == 32 and raw.hex() == text else None
+
+
+def call_key(tool_name: str, args_hash: str) -> bytes | str:
+    """How the index tells the calls of one tool apart.
+
+    The args digest for the usual ``"<tool_name>:<sha256 hex>"`` (SPEC §3.2), else the
+    args hash itself: for one tool name, equal keys mean equal args hashes.
+    """
+    if type(tool_name) is not str or type(args_hash) is not str:
+        return args_hash  # not from the guard: kept and compared as it is
+    colon = len(tool_name)
+    if len(args_hash) == colon + 65 and args_hash[colon] == ":" and args_hash.startswith(tool_name):
+        digest = _digest(args_hash[colon + 1 :])
+        if digest is not None:
+            return digest
+    return args_hash
+
+
+def result_key(result_hash: str) -> bytes | str:
+    """A result hash in 33 bytes (its digest and kind), or itself when it has another form.
+
+    Equal keys mean equal result hashes.
+    """
+    if type(result_hash) is not str:
+        return result_hash
+    if result_hash.startswith(_ERROR_PREFIX):
+        digest = _digest(result_hash[len(_ERROR_PREFIX) :])
+        kind = _ERROR
+    else:
+        digest = _digest(result_hash)
+        kind = _DIGEST
+    return result_hash if digest is None else digest + _KIND_BYTES[kind]
+
+
+def _result_hash(key: bytes | str) -> str:
+    """The result hash a :func:`result_key` stands for."""
+    if isinstance(key, str):
+        return key
+    digest = key[:32].hex()
+    return _ERROR_PREFIX + digest if key[32] == _ERROR else digest
+
+
+def _pack(record: ToolCallRecord, args: bytes | str) -> bytes | None:
+    """The packed form of a record (whose :func:`call_key` is ``args``), or ``None`` when
+    its fields do not fit one."""
+    result_hash = record.result_hash
+    result = _NO_RESULT if result_hash is None else result_key(result_hash)
+    timestamp = record.timestamp
+    if (
+        not isinstance(args, bytes)
+        or not isinstance(result, bytes)
+        or type(timestamp) is not int
+        or not _MIN_TS <= timestamp <= _MAX_TS
+    ):
+        return None
+    return _PACKED.pack(args, result, timestamp)
+
+
+class CompactRecord:
+    """One history record as the memory store keeps it.
+
+    ``packed`` holds the digests and the timestamp (:data:`_PACKED`); ``extra`` is
+    ``None``, or ``(unknown_tool_name, adaptive_facts)`` when either is set, or the public
+    record itself: when the record came from ``begin_call`` and is not filled yet
+    (``cancel_call`` finds it by identity, and it is usually filled within the same tool
+    call), or when it does not fit the packed form (hashes of another shape: then
+    ``packed`` is ``None``).
+    """
+
+    __slots__ = ("call_id", "extra", "packed", "run_id", "tool_name")
+
+    def __init__(
+        self, record: ToolCallRecord, key: bytes | str | None = None, *, keep: bool = False
+    ) -> None:
+        """Store ``record`` (kept whole with ``keep``); ``key``: its :func:`call_key`, if known."""
+        tool_name = record.tool_name
+        self.tool_name = sys.intern(tool_name) if type(tool_name) is str else tool_name
+        self.call_id = record.tool_call_id
+        self.run_id = record.run_id
+        self.packed: bytes | None
+        self.extra: ToolCallRecord | tuple[str | None, str | None] | None
+        if key is None:
+            key = call_key(record.tool_name, record.args_hash)
+        self._absorb(record, key, keep)
+
+    def _absorb(self, record: ToolCallRecord, key: bytes | str, keep: bool) -> None:
+        packed = _pack(record, key)
+        self.packed = packed
+        if packed is None or keep:
+            self.extra = record
+        elif record.unknown_tool_name is None and record.adaptive_facts is None:
+            self.extra = None
+        else:
+            self.extra = (record.unknown_tool_name, record.adaptive_facts)
+
+    def fill(
+        self, result_hash: str, unknown_tool_name: str | None, adaptive_facts: str | None
+    ) -> ToolCallRecord:
+        """Attach an outcome to this pending record (SPEC §3.6); returns the public record."""
+        origin = self.extra  # a pending record always came from begin_call
+        assert isinstance(origin, ToolCallRecord) and origin.result_hash is None
+        filled = ToolCallRecord(
+            origin.tool_name,
+            origin.args_hash,
+            origin.tool_call_id,
+            origin.run_id,
+            result_hash,
+            unknown_tool_name,
+            origin.timestamp,
+            adaptive_facts,
+        )
+        packed = self.packed
+        result = result_key(result_hash)
+        if packed is None or not isinstance(result, bytes):
+            self._absorb(filled, call_key(filled.tool_name, filled.args_hash), keep=False)
+        else:  # the args digest and the timestamp are packed already
+            self.packed = packed[:32] + result + packed[65:]
+            no_notes = unknown_tool_name is None and adaptive_facts is None
+            self.extra = None if no_notes else (unknown_tool_name, adaptive_facts)
+        return filled
+
+    # --- reading -------------------------------------------------------------------------
+
+    @property
+    def pending(self) -> bool:
+        """True while the record has no outcome."""
+        packed = self.packed
+        if packed is not None:
+            return packed[_KIND_AT] == _PENDING
+        assert isinstance(self.extra, ToolCallRecord)
+        return self.extra.result_hash is None
+
+    @property
+    def key(self) -> bytes | str:
+        """The record's :func:`call_key`."""
+        packed = self.packed
+        if packed is not None:
+            return packed[:32]
+        return call_key(self.tool_name, self.args_hash)
+
+    @property
+    def result(self) -> bytes | str | None:
+        """The record's :func:`result_key`; ``None`` while pending."""
+        packed = self.packed
+        if packed is not None:
+            return None if packed[_KIND_AT] == _PENDING else packed[_RESULT]
+        result_hash = self.result_hash
+        return None if result_hash is None else result_key(result_hash)
+
+    def matches(self, tool_name: str, key: bytes | str) -> bool:
+        """Same tool name and args hash as a call whose :func:`call_key` is ``key``."""
+        if self.tool_name != tool_name:
+            return False
+        packed = self.packed
+        if packed is not None:  # the key of a packed record is its args digest
+            return isinstance(key, bytes) and packed.startswith(key)
+        return self.key == key
+
+    @property
+    def args_hash(self) -> str:
+        extra = self.extra
+        if isinstance(extra, ToolCallRecord):
+            return extra.args_hash
+        assert self.packed is not None
+        return f"{self.tool_name}:{self.packed[:32].hex()}"
+
+    @property
+    def result_hash(self) -> str | None:
+        extra = self.extra
+        if isinstance(extra, ToolCallRecord):
+            return extra.result_hash
+        assert self.packed is not None
+        return _result_hash(self.packed[_RESULT])
+
+    @property
+    def unknown_tool_name(self) -> str | None:
+        extra = self.extra
+        if extra is None:
+            return None
+        return extra[0] if isinstance(extra, tuple) else extra.unknown_tool_name
+
+    @property
+    def adaptive_facts(self) -> str | None:
+        extra = self.extra
+        if extra is None:
+            return None
+        return extra[1] if isinstance(extra, tuple) else extra.adaptive_facts
+
+    def public(self) -> ToolCallRecord:
+        """The record as the store's users see it (a new object unless kept as ``extra``)."""
+        extra = self.extra
+        if isinstance(extra, ToolCallRecord):
+            return extra
+        assert self.packed is not None
+        args, result, timestamp = _PACKED.unpack(self.packed)
+        unknown, facts = (None, None) if extra is None else extra
+        return ToolCallRecord(
+            self.tool_name,
+            f"{self.tool_name}:{args.hex()}",
+            self.call_id,
+            self.run_id,
+            _result_hash(result),
+            unknown,
+            timestamp,
+            facts,
+        )
+
+
+def _same_args_as(record: CompactRecord) -> Callable[[CompactRecord], bool]:
+    """A test for "has the same args hash as ``record``", whatever the tool (ping-pong)."""
+    packed = record.packed
+    if packed is None:
+        args_hash = record.args_hash
+        return lambda other: other.args_hash == args_hash
+    digest, tool_name = packed[:32], record.tool_name
+
+    def same(other: CompactRecord) -> bool:
+        other_packed = other.packed
+        if other_packed is None:
+            return other.args_hash == record.args_hash
+        # Both hashes are "<tool>:<hex digest>": equal exactly when both parts are.
+        return other_packed.startswith(digest) and other.tool_name == tool_name
+
+    return same
+
+
+class RunRecords:
+    """The records of one run of a session, oldest first, and their index once it is long.
+
+    ``records`` is the session's own list while this run is the session's only run with
+    records (the common case: one list instead of two per session).
+    ``calls`` maps tool name → :func:`call_key` → the records of that call signature,
+    oldest first; ``None`` until the run grows past :data:`INDEX_FROM` records.
+    """
+
+    __slots__ = ("calls", "records", "run_id")
+
+    def __init__(self, run_id: str | None, records: list[CompactRecord]) -> None:
+        self.run_id = run_id
+        self.records = records
+        self.calls: dict[str, dict[bytes | str, list[CompactRecord]]] | None = None
+
+    def added(self, record: CompactRecord) -> None:
+        """Index a record just appended to ``records``."""
+        if self.calls is not None:
+            self._index(record)
+        elif len(self.records) > INDEX_FROM:
+            self.calls = {}
+            for old in self.records:
+                self._index(old)
+
+    def _index(self, record: CompactRecord) -> None:
+        assert self.calls is not None
+        self.calls.setdefault(record.tool_name, {}).setdefault(record.key, []).append(record)
+
+    def removed(self, record: CompactRecord) -> None:
+        """Forget a record just removed from ``records``."""
+        if self.calls is None:
+            return
+        by_key = self.calls[record.tool_name]
+        key = record.key
+        same = by_key[key]
+        for index, candidate in enumerate(same):  # the oldest, when trimming
+            if candidate is record:
+                del same[index]
+                break
+        if not same:
+            del by_key[key]
+            if not by_key:
+                del self.calls[record.tool_name]
+
+    def same_call(self, tool_name: str, key: bytes | str) -> Sequence[CompactRecord]:
+        """The records of one call signature, oldest first: looked up, or found by a scan."""
+        calls = self.calls
+        if calls is not None:
+            by_key = calls.get(tool_name)
+            return () if by_key is None else by_key.get(key, ())
+        if isinstance(key, str):  # a hash of another form: only records kept whole have one
+            return [r for r in self.records if r.packed is None and r.matches(tool_name, key)]
+        found = []
+        head = key[0]  # comparing the first byte first halves the cost of the scan
+        for record in self.records:
+            packed = record.packed
+            if packed is None:
+                if record.matches(tool_name, key):
+                    found.append(record)
+            elif packed[0] == head and packed.startswith(key) and record.tool_name == tool_name:
+                found.append(record)
+        return found
+
+    def find_pending(
+        self, tool_name: str, args_hash: str, tool_call_id: str | None
+    ) -> CompactRecord | None:
+        """The newest pending record of this call (and of this id when it is truthy)."""
+        if self.records:
+            # Usually the call's own record, appended by its before_call: the newest one. A
+            # pending record keeps its public form, so the strings compare directly.
+            newest = self.records[-1].extra
+            if (
+                isinstance(newest, ToolCallRecord)
+                and newest.result_hash is None
+                and newest.args_hash == args_hash
+                and newest.tool_name == tool_name
+                and (not tool_call_id or newest.tool_call_id == tool_call_id)
+            ):
+                return self.records[-1]
+        for record in reversed(self.same_call(tool_name, call_key(tool_name, args_hash))):
+            if record.pending and (not tool_call_id or record.call_id == tool_call_id):
+                return record
+        return None
+
+
+_NO_RECORDS: Final = RunRecords(None, [])
+
+
+class SessionHistory:
+    """A session's records, all runs, oldest first, and each run's records (SPEC §1)."""
+
+    __slots__ = ("records", "runs")
+
+    def __init__(self) -> None:
+        self.records: list[CompactRecord] = []
+        #: The runs that have records (a partition of ``records``).
+        self.runs: dict[str | None, RunRecords] = {}
+
+    def view(self, run_id: str | None) -> RunView:
+        """The run's records, live: valid until the history changes."""
+        return RunView(self.runs.get(run_id, _NO_RECORDS))
+
+    def public(self) -> tuple[ToolCallRecord, ...]:
+        return tuple(record.public() for record in self.records)
+
+    # --- writes ---------------------------------------------------------------------------
+
+    def append(
+        self, record: ToolCallRecord, history_size: int, key: bytes | str | None = None
+    ) -> None:
+        """Append ``begin_call``'s record (whose :func:`call_key` is ``key``, if known), then
+        trim (SPEC §3.6 "record call")."""
+        self._add(CompactRecord(record, key, keep=True))
+        self.trim(history_size)
+
+    def _add(self, record: CompactRecord) -> None:
+        runs = self.runs
+        run = runs.get(record.run_id)
+        if run is None:
+            if len(runs) == 1:  # the only run so far stops sharing the session's list
+                only = next(iter(runs.values()))
+                only.records = list(self.records)
+            run = RunRecords(record.run_id, [] if runs else self.records)
+            runs[record.run_id] = run
+        record.run_id = run.run_id  # one run id object per run
+        self.records.append(record)
+        if run.records is not self.records:
+            run.records.append(record)
+        run.added(record)
+
+    def trim(self, history_size: int) -> None:
+        """Keep the newest ``history_size`` records, across all runs."""
+        excess = len(self.records) - history_size
+        if excess <= 0:
+            return
+        dropped = self.records[:excess]
+        del self.records[:excess]
+        emptied = []
+        for record in dropped:
+            run = self.runs[record.run_id]
+            if run.records is not self.records:
+                assert run.records[0] is record  # a run's oldest record goes first
+                del run.records[0]
+            run.removed(record)
+            if not run.records:
+                emptied.append(run.run_id)
+        if emptied:
+            self._forget_runs(emptied)
+
+    def cancel(self, pending: ToolCallRecord) -> None:
+        """Remove the record that is ``pending`` (the very object), if it is still here."""
+        records = self.records
+        for index in range(len(records) - 1, -1, -1):
+            record = records[index]
+            if record.extra is pending:
+                del records[index]
+                run = self.runs[record.run_id]
+                if run.records is not records:
+                    run.records.remove(record)
+                run.removed(record)
+                if not run.records:
+                    self._forget_runs((record.run_id,))
+                return
+
+    def _forget_runs(self, run_ids: Iterable[str | None]) -> None:
+        """Drop runs left without records (a run id may come more than once)."""
+        for run_id in run_ids:
+            self.runs.pop(run_id, None)
+        if len(self.runs) == 1:  # the run left holds every record: it shares the list again
+            only = next(iter(self.runs.values()))
+            if only.records is not self.records:
+                assert len(only.records) == len(self.records)
+                only.records = self.records
+
+    def record_outcome(self, write: OutcomeWrite) -> ToolCallRecord:
+        """Fill the newest matching pending record, or append a complete one, then trim.
+
+        :func:`loopwatch.history.apply_outcome` on this history (SPEC §3.6), for an outcome
+        that has a hash; returns the record now in the history.
+        """
+        result_hash = write.outcome.result_hash
+        assert result_hash is not None
+        unknown = write.outcome.unknown_tool_name
+        run = self.runs.get(write.run_id)
+        pending = None
+        if run is not None:
+            pending = run.find_pending(write.tool_name, write.args_hash, write.tool_call_id)
+        if pending is not None:
+            record = pending.fill(result_hash, unknown, write.adaptive_facts)
+        else:
+            record = ToolCallRecord(
+                write.tool_name,
+                write.args_hash,
+                write.tool_call_id,
+                write.run_id,
+                result_hash,
+                unknown,
+                write.timestamp,
+                write.adaptive_facts,
+            )
+            self._add(CompactRecord(record))
+        self.trim(write.history_size)
+        return record
+
+
+class RunView(Sequence[ToolCallRecord], RunHistory):
+    """A run's records as ``begin_call`` returns them, answering the detectors directly.
+
+    As a sequence it yields public records, built on access. It is live: it reflects the
+    run until the next change of the history, so its user reads it first (the memory
+    store postpones ``begin_call``'s own append until its next operation for this).
+    """
+
+    __slots__ = ("_query", "_run")
+
+    def __init__(self, run: RunRecords) -> None:
+        self._run = run
+        self._query: tuple[str, str, bytes | str] | None = None
+
+    def __len__(self) -> int:
+        return len(self._run.records)
+
+    @overload
+    def __getitem__(self, index: int) -> ToolCallRecord: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[ToolCallRecord]: ...
+
+    def __getitem__(self, index: int | slice) -> ToolCallRecord | Sequence[ToolCallRecord]:
+        if isinstance(index, slice):
+            return [record.public() for record in self._run.records[index]]
+        return self._run.records[index].public()
+
+    def __iter__(self) -> Iterator[ToolCallRecord]:
+        return (record.public() for record in self._run.records)
+
+    def __repr__(self) -> str:
+        return f"RunView({list(self)!r})"
+
+    # --- RunHistory -----------------------------------------------------------------------
+
+    def fields(self) -> Sequence[CompactRecord]:
+        return self._run.records
+
+    def unknown_tool_streak(self, tool_name: str) -> tuple[int, str | None]:
+        name: str | None = None
+        count = 0
+        for record in reversed(self._run.records):
+            if record.tool_name != tool_name:
+                break
+            unknown = record.unknown_tool_name
+            if unknown is None:
+                break
+            if name is None:
+                name = unknown
+            elif unknown != name:
+                break
+            count += 1
+        return count, name
+
+    def expect(self, tool_name: str, args_hash: str) -> bytes | str:
+        """Compute the :func:`call_key` of the call the detectors will ask about."""
+        query = self._query = (tool_name, args_hash, call_key(tool_name, args_hash))
+        return query[2]
+
+    def _key(self, tool_name: str, args_hash: str) -> bytes | str:
+        """The upcoming call's :func:`call_key` (every question about it needs it)."""
+        query = self._query
+        if query is None or query[1] != args_hash or query[0] != tool_name:
+            return self.expect(tool_name, args_hash)
+        return query[2]
+
+    def no_progress(self, tool_name: str, args_hash: str) -> tuple[int, str | None, int]:
+        same = self._run.same_call(tool_name, self._key(tool_name, args_hash))
+        streak = 0
+        latest: bytes | str | None = None
+        for record in reversed(same):
+            packed = record.packed
+            if packed is None:
+                result = record.result
+            elif packed[_KIND_AT] == _PENDING:
+                result = None
+            else:
+                result = packed[_RESULT]
+            if result is None:
+                continue  # a pending record neither counts in nor breaks the streak
+            if latest is None:
+                latest, streak = result, 1
+            elif result == latest:
+                streak += 1
+            else:
+                break
+        return streak, None if latest is None else _result_hash(latest), len(same)
+
+    def _has_args(self, record: CompactRecord, tool_name: str, args_hash: str) -> bool:
+        """Whether a record's args hash equals the upcoming call's (of tool ``tool_name``)."""
+        if record.packed is not None:
+            key = self._key(tool_name, args_hash)
+            if isinstance(key, bytes):  # both are "<tool>:<hex digest>"
+                return record.matches(tool_name, key)
+        return record.args_hash == args_hash
+
+    def ping_pong(self, tool_name: str, current_hash: str) -> PingPong:
+        records = self._run.records
+        newest = len(records) - 1
+        if newest < 1:
+            return NO_PING_PONG
+        last, other = records[newest], records[newest - 1]
+        # The tail is 2 long only when the record before the newest is "other" (the newest
+        # earlier record with other args): else there is no alternation to look for.
+        is_last = _same_args_as(last)
+        if is_last(other) or other.tool_name == "":
+            return NO_PING_PONG
+        if not self._has_args(other, tool_name, current_hash):
+            return NO_PING_PONG  # the upcoming call would not continue it
+        tests = (is_last, _same_args_as(other))
+        tail = 2
+        while tail <= newest and tests[tail % 2](records[newest - tail]):
+            tail += 1
+        last_side = {records[newest - i].result for i in range(0, tail, 2)}
+        other_side = {records[newest - i].result for i in range(1, tail, 2)}
+        return PingPong(
+            tail + 1, no_progress_evidence(last_side, other_side), last.tool_name, last.args_hash
+        )
+
+
+__all__ = [
+    "INDEX_FROM",
+    "CompactRecord",
+    "RunRecords",
+    "RunView",
+    "SessionHistory",
+    "call_key",
+    "result_key",
+]
