@@ -385,9 +385,12 @@ class SessionHistory:
         #: The runs that have records (a partition of ``records``).
         self.runs: dict[str | None, RunRecords] = {}
 
-    def view(self, run_id: str | None) -> RunView:
-        """The run's records, live: valid until the history changes."""
-        return RunView(self.runs.get(run_id, _NO_RECORDS))
+    def view(
+        self, run_id: str | None, query: tuple[str, str, bytes | str] | None = None
+    ) -> RunView:
+        """The run's records, live: valid until the history changes. ``query``: the call
+        the detectors will ask about, with its :func:`call_key`, when the caller has it."""
+        return RunView(self.runs.get(run_id, _NO_RECORDS), query)
 
     def public(self) -> tuple[ToolCallRecord, ...]:
         return tuple(record.public() for record in self.records)
@@ -502,9 +505,10 @@ class RunView(Sequence[ToolCallRecord], RunHistory):
 
     __slots__ = ("_query", "_run")
 
-    def __init__(self, run: RunRecords) -> None:
+    def __init__(self, run: RunRecords, query: tuple[str, str, bytes | str] | None = None) -> None:
         self._run = run
-        self._query: tuple[str, str, bytes | str] | None = None
+        #: The last call asked about, ``(tool_name, args_hash, call_key)``.
+        self._query = query
 
     def __len__(self) -> int:
         return len(self._run.records)
@@ -547,16 +551,11 @@ class RunView(Sequence[ToolCallRecord], RunHistory):
             count += 1
         return count, name
 
-    def expect(self, tool_name: str, args_hash: str) -> bytes | str:
-        """Compute the :func:`call_key` of the call the detectors will ask about."""
-        query = self._query = (tool_name, args_hash, call_key(tool_name, args_hash))
-        return query[2]
-
     def _key(self, tool_name: str, args_hash: str) -> bytes | str:
         """The upcoming call's :func:`call_key` (every question about it needs it)."""
         query = self._query
         if query is None or query[1] != args_hash or query[0] != tool_name:
-            return self.expect(tool_name, args_hash)
+            query = self._query = (tool_name, args_hash, call_key(tool_name, args_hash))
         return query[2]
 
     def no_progress(self, tool_name: str, args_hash: str) -> tuple[int, str | None, int]:
@@ -581,14 +580,6 @@ class RunView(Sequence[ToolCallRecord], RunHistory):
                 break
         return streak, None if latest is None else _result_hash(latest), len(same)
 
-    def _has_args(self, record: CompactRecord, tool_name: str, args_hash: str) -> bool:
-        """Whether a record's args hash equals the upcoming call's (of tool ``tool_name``)."""
-        if record.packed is not None:
-            key = self._key(tool_name, args_hash)
-            if isinstance(key, bytes):  # both are "<tool>:<hex digest>"
-                return record.matches(tool_name, key)
-        return record.args_hash == args_hash
-
     def ping_pong(self, tool_name: str, current_hash: str) -> PingPong:
         records = self._run.records
         newest = len(records) - 1
@@ -597,12 +588,22 @@ class RunView(Sequence[ToolCallRecord], RunHistory):
         last, other = records[newest], records[newest - 1]
         # The tail is 2 long only when the record before the newest is "other" (the newest
         # earlier record with other args): else there is no alternation to look for.
-        is_last = _same_args_as(last)
-        if is_last(other) or other.tool_name == "":
+        last_packed, other_packed = last.packed, other.packed
+        if last_packed is not None and other_packed is not None:
+            # Both hashes are "<tool>:<hex digest>": equal exactly when both parts are.
+            same = other.tool_name == last.tool_name and other_packed[:32] == last_packed[:32]
+        else:
+            same = other.args_hash == last.args_hash
+        if same or other.tool_name == "":
             return NO_PING_PONG
-        if not self._has_args(other, tool_name, current_hash):
-            return NO_PING_PONG  # the upcoming call would not continue it
-        tests = (is_last, _same_args_as(other))
+        # The upcoming call must continue the alternation: have other's args hash.
+        key = self._key(tool_name, current_hash)
+        if other_packed is not None and isinstance(key, bytes):
+            if not other.matches(tool_name, key):
+                return NO_PING_PONG
+        elif other.args_hash != current_hash:
+            return NO_PING_PONG
+        tests = (_same_args_as(last), _same_args_as(other))
         tail = 2
         while tail <= newest and tests[tail % 2](records[newest - tail]):
             tail += 1

@@ -18,7 +18,7 @@ from typing import Final
 
 from loopwatch.compaction import IDLE_VERDICT, GuardSnapshot, GuardVerdict, PostCompactionGuard
 from loopwatch.history import ToolCallRecord
-from loopwatch.stores._history import RunView, SessionHistory
+from loopwatch.stores._history import RunView, SessionHistory, call_key
 from loopwatch.stores.base import GuardSpec, OutcomeWrite, Store
 
 #: A session keeps at most this many warning keys; the oldest is forgotten first.
@@ -130,7 +130,8 @@ class MemoryStore(Store):
 
     def _peek(self, session_key: str, now: float) -> _Session | None:
         """The live session, without touching it (read-only accessors)."""
-        self._settle()
+        if self._postponed is not None:
+            self._settle()
         session = self._sessions.get(session_key)
         if session is None or self._expired(session, now):
             return None
@@ -138,7 +139,8 @@ class MemoryStore(Store):
 
     def _touch(self, session_key: str, now: float) -> _Session:
         """The live session, created if needed, marked most recently used."""
-        self._settle()
+        if self._postponed is not None:
+            self._settle()
         sessions = self._sessions
         session = sessions.get(session_key)
         ttl = self.idle_ttl_s
@@ -172,7 +174,7 @@ class MemoryStore(Store):
         can observe the history without it.
         """
         postponed = self._postponed
-        if postponed is not None:
+        if postponed is not None:  # (callers check first: this runs on every operation)
             self._postponed = None
             postponed.session.history.append(
                 postponed.pending, postponed.history_size, postponed.key
@@ -197,11 +199,12 @@ class MemoryStore(Store):
         """
         with self._lock:
             session = self._touch(session_key, now)
-            view = session.history.view(run_id)
-            if pending is not None:
-                key = view.expect(pending.tool_name, pending.args_hash)
-                self._postponed = _Postponed(session_key, session, pending, history_size, key)
-            return view
+            if pending is None:
+                return session.history.view(run_id)
+            # The detectors ask about the pending record's call: its key serves both.
+            key = call_key(pending.tool_name, pending.args_hash)
+            self._postponed = _Postponed(session_key, session, pending, history_size, key)
+            return session.history.view(run_id, (pending.tool_name, pending.args_hash, key))
 
     def cancel_call(self, session_key: str, pending: ToolCallRecord, now: float) -> None:
         with self._lock:
