@@ -57,6 +57,16 @@ def is_plain(value: object) -> bool:
     Only containers holding containers are remembered: a cycle or a shared branch runs
     through them, while a shared list of strings is written alike by both paths.
     """
+    cls = type(value)
+    if cls is dict:
+        flat: dict[Any, Any] = value  # type: ignore[assignment]  # exactly a dict
+        if _LEAVES.issuperset(map(type, flat.values())):  # flat: the usual arguments
+            return _plain_keys(flat)
+    elif cls is list:
+        if _LEAVES.issuperset(map(type, value)):  # type: ignore[call-overload]
+            return True
+    elif cls in _LEAVES:
+        return True
     level: list[Any] = [value]
     parents: set[int] = set()
     depth = 1
@@ -66,10 +76,7 @@ def is_plain(value: object) -> bool:
             cls = type(node)
             members: Iterable[object]
             if cls is dict:
-                if not _STR.issuperset(map(type, node)):
-                    return False
-                keys = "".join(node)
-                if not keys.isascii() and max(keys) >= _FIRST_SURROGATE:
+                if not _plain_keys(node):
                     return False
                 members = node.values()
             elif cls is list:
@@ -91,6 +98,14 @@ def is_plain(value: object) -> bool:
         level = below
         depth += 1
     return True
+
+
+def _plain_keys(node: dict[Any, Any]) -> bool:
+    """Every key an exact ``str`` below the surrogates (code-point order = UTF-16 order)."""
+    if not _STR.issuperset(map(type, node)):
+        return False
+    keys = "".join(node)
+    return keys.isascii() or max(keys) < _FIRST_SURROGATE
 
 
 def _load_orjson() -> tuple[Callable[..., bytes] | None, int]:

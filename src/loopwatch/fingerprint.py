@@ -37,7 +37,7 @@ from typing import Any, Final
 
 from loopwatch import _fastjson
 from loopwatch._undefined import UNDEFINED
-from loopwatch.jsstr import utf16_key
+from loopwatch.jsstr import WS_CHARS, js_trim, utf16_key
 from loopwatch.normalizers import reduce_update_plan, validate_normalizers
 
 #: Deepest nesting :func:`stable_stringify` accepts; deeper values are unserialisable
@@ -547,6 +547,78 @@ def digest_pure(value: object) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+#: How far :func:`digest_details_and_text` looks for whitespace at each end of the text;
+#: a longer run of it is trimmed by copying, as everywhere else.
+TRIM_SCAN: Final = 16
+_WHITESPACE: Final = frozenset(WS_CHARS)
+_DETAILS_HEAD: Final = b'{"details":'
+_TEXT_HEAD: Final = b',"text":"'
+_TAIL: Final = b'"}'
+
+
+def _trimmed_ends(text: str) -> tuple[int, int] | None:
+    """How many characters ``js_trim`` drops from each end, or ``None`` past TRIM_SCAN."""
+    end = len(text)
+    if not end or (text[0] not in _WHITESPACE and text[-1] not in _WHITESPACE):
+        return 0, 0  # the common case, two lookups
+    lead = 0
+    while lead < end and text[lead] in _WHITESPACE:
+        lead += 1
+        if lead > TRIM_SCAN:
+            return None
+    tail = 0
+    while end - tail > lead and text[end - tail - 1] in _WHITESPACE:
+        tail += 1
+        if tail > TRIM_SCAN:
+            return None
+    return lead, tail
+
+
+def digest_details_and_text(details: object, text: str) -> str:
+    """``digest({"details": details, "text": js_trim(text)})``, without building either.
+
+    The default outcome of SPEC §3.3 hashes this object for nearly every tool call, and
+    the text is often the bulk of a result. Trimming it copies it whenever it ends in a
+    newline, and a fresh copy has to be encoded to UTF-8 again, while the tool's own string
+    keeps its encoding once computed. So with the fast path, the object's JSON is hashed in
+    pieces: ``{"details":``, orjson's bytes of ``details``, ``,"text":``, and orjson's
+    bytes of the *untrimmed* text with the escapes of the trimmed characters cut off both
+    ends. That is the same byte string: keys sort as ``details`` < ``text``, an object's
+    JSON is its members' JSON in that frame, and a string's JSON is the concatenation of
+    its characters' escapes, each a fixed byte string (whitespace is never a surrogate).
+    Anything the fast path cannot write, and a text with more than :data:`TRIM_SCAN`
+    whitespace characters at one end, goes the straightforward way.
+
+    Raises:
+        TypeError: As :func:`digest`.
+    """
+    fast = _fast_json
+    if fast is not None and MAX_DEPTH >= _fastjson.MAX_DEPTH and type(text) is str:
+        ends = _trimmed_ends(text)
+        head = fast(details) if ends is not None else None
+        body = fast(text) if head is not None else None
+        if body is not None and ends is not None and head is not None:
+            lead, tail = ends
+            start = 1 + (_escaped_width(text[:lead]) if lead else 0)
+            stop = len(body) - 1 - (_escaped_width(text[len(text) - tail :]) if tail else 0)
+            sha = hashlib.sha256(_DETAILS_HEAD)
+            sha.update(head)
+            sha.update(_TEXT_HEAD)
+            sha.update(memoryview(body)[start:stop])
+            sha.update(_TAIL)
+            return sha.hexdigest()
+    return digest({"details": details, "text": js_trim(text)})
+
+
+def _escaped_width(whitespace: str) -> int:
+    """Bytes of the JSON escapes of some whitespace characters, as the fast path writes them."""
+    fast = _fast_json
+    assert fast is not None
+    data = fast(whitespace)
+    assert data is not None  # whitespace is plain text
+    return len(data) - 2
+
+
 def hash_tool_call(tool_name: str, params: object, *, normalizers: Collection[str] = ()) -> str:
     """The call signature ``argsHash`` of SPEC §3.2: ``"<tool_name>:<sha256 hex>"``.
 
@@ -579,6 +651,7 @@ def hash_tool_call(tool_name: str, params: object, *, normalizers: Collection[st
 __all__ = [
     "MAX_DEPTH",
     "digest",
+    "digest_details_and_text",
     "digest_pure",
     "format_js_number",
     "hash_tool_call",

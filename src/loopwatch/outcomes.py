@@ -15,7 +15,12 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from loopwatch._undefined import UNDEFINED
-from loopwatch.fingerprint import digest, format_js_number, stable_stringify
+from loopwatch.fingerprint import (
+    digest,
+    digest_details_and_text,
+    format_js_number,
+    stable_stringify,
+)
 from loopwatch.jsstr import js_trim
 from loopwatch.messages import DENIED_REASON_TOOL_LOOP
 from loopwatch.normalizers import reduce_update_plan, validate_normalizers
@@ -87,6 +92,8 @@ class OutcomeHash:
 
 
 _NO_HASH: Final = OutcomeHash(None, None)
+#: The details of a result without a mapping there; never mutated.
+_NO_DETAILS: Final[Mapping[Any, Any]] = {}
 
 
 def error_text(error: object) -> str:
@@ -125,18 +132,19 @@ def extract_unknown_tool_name(text: str) -> str | None:
     return None
 
 
-def _content_text(result: Mapping[Any, Any]) -> str:
+def _content_raw(result: Mapping[Any, Any]) -> str:
+    """The result's text parts joined by newlines, before ``js_trim`` (SPEC §3.3 step 8)."""
     content = result.get("content")
     if not isinstance(content, (list, tuple)):
         return ""
     parts = [
         part["text"]
         for part in content
-        if isinstance(part, Mapping)
+        if (type(part) is dict or isinstance(part, Mapping))
         and isinstance(part.get("type"), str)
         and isinstance(part.get("text"), str)
     ]
-    return js_trim("\n".join(parts))
+    return "\n".join(parts)
 
 
 def _str_or(value: object, default: str | None) -> str | None:
@@ -279,14 +287,18 @@ def hash_tool_outcome(
     if error is not UNDEFINED:
         text = error_text(error)
         return OutcomeHash(_ERROR_PREFIX + digest(text), extract_unknown_tool_name(text))
-    if not isinstance(result, Mapping):
+    if type(result) is not dict and not isinstance(result, Mapping):
         if result is UNDEFINED:
             return _NO_HASH
         return OutcomeHash(digest(result))
 
     raw_details = result.get("details")
-    details: Mapping[Any, Any] = raw_details if isinstance(raw_details, Mapping) else {}
-    text = _content_text(result)
+    details: Mapping[Any, Any] = (
+        raw_details
+        if type(raw_details) is dict or isinstance(raw_details, Mapping)
+        else _NO_DETAILS
+    )
+    raw_text = _content_raw(result)
 
     status = details.get("status")
     denied = details.get("deniedReason")
@@ -300,9 +312,9 @@ def hash_tool_outcome(
 
     special: object | None = None
     if tool_name == "exec":
-        special = _exec_outcome(details, text)
+        special = _exec_outcome(details, js_trim(raw_text))
     elif tool_name == "process":
-        special = _process_outcome(params, details, text)
+        special = _process_outcome(params, details, js_trim(raw_text))
         if special is None and _is_send(tool_name, params, send_tools):
             special = strip_send_ids(details)
     elif _is_send(tool_name, params, send_tools):
@@ -312,7 +324,7 @@ def hash_tool_outcome(
 
     if tool_name == "update_plan" and "update_plan" in normalizers:
         return OutcomeHash(digest({"details": reduce_update_plan(details), "text": ""}))
-    return OutcomeHash(digest({"details": details, "text": text}))
+    return OutcomeHash(digest_details_and_text(details, raw_text))
 
 
 __all__ = [

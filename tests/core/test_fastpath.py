@@ -28,12 +28,15 @@ from hypothesis import strategies as st
 
 from loopwatch import UNDEFINED, LoopGuard, _fastjson, fingerprint
 from loopwatch.fingerprint import (
+    TRIM_SCAN,
     digest,
+    digest_details_and_text,
     digest_pure,
     hash_tool_call,
     stable_stringify,
     stable_stringify_pure,
 )
+from loopwatch.jsstr import WS_CHARS, js_trim
 from loopwatch.outcomes import hash_tool_outcome
 
 orjson = pytest.importorskip("orjson")
@@ -331,6 +334,60 @@ def test_one_float_anywhere_sends_the_value_to_the_pure_path(
     assert_same(value)
 
 
+# --- the default outcome, hashed in pieces ----------------------------------------------------
+
+WHITESPACE = st.lists(st.sampled_from(WS_CHARS), max_size=TRIM_SCAN + 4).map("".join)
+#: Text with whitespace at either end, sometimes more than the fast path looks at.
+PADDED_TEXT = st.tuples(WHITESPACE, TEXT, WHITESPACE).map("".join)
+
+
+def expected_outcome_digest(details: object, text: str) -> tuple[str, object]:
+    return outcome_of(digest_pure, {"details": details, "text": js_trim(text)})
+
+
+@settings(max_examples=500)
+@given(st.one_of(PLAIN, VALUES), PADDED_TEXT)
+def test_details_and_text_digest_is_the_digest_of_the_object(details: object, text: str) -> None:
+    got = outcome_of(digest_details_and_text, details, text)
+    assert got == expected_outcome_digest(details, text)
+    event("served by orjson" if plain_json(details) is not None else "pure path")
+
+
+@pytest.mark.parametrize("char", list(WS_CHARS))
+def test_every_trimmed_character_is_cut_off_whole(char: str) -> None:
+    details = {"status": "ok"}
+    for text in (char, f"{char}x", f"x{char}", f"{char}{char}x\n{char}", char * TRIM_SCAN):
+        assert digest_details_and_text(details, text) == expected_outcome_digest(details, text)[1]
+
+
+def test_long_whitespace_runs_and_odd_texts_take_the_straight_way() -> None:
+    details: dict[str, object] = {"n": 1}
+    for text in (" " * (TRIM_SCAN + 1) + "x", "x" + "\t" * 40, " " * 100, "", "\ud800 ", "a\udc00"):
+        assert digest_details_and_text(details, text) == expected_outcome_digest(details, text)[1]
+    with pure_path():
+        assert digest_details_and_text(details, " x ") == expected_outcome_digest(details, "x")[1]
+
+
+def test_the_outcome_of_a_long_text_is_hashed_without_trimming_a_copy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The point of the piecewise hash: the tool's own string is what orjson writes."""
+    written: list[object] = []
+    real = fingerprint._fast_json
+    assert real is not None
+
+    def spy(value: object) -> bytes | None:
+        written.append(value)
+        return real(value)
+
+    monkeypatch.setattr(fingerprint, "_fast_json", spy)
+    text = "line\n" * 1000
+    result = {"content": [{"type": "text", "text": text}], "details": {"status": "ok"}}
+    outcome = hash_tool_outcome("read", {}, result=result)
+    assert any(value is text for value in written)
+    assert outcome.result_hash == expected_outcome_digest({"status": "ok"}, text)[1]
+
+
 # --- end to end: same hashes and verdicts on generated call sequences ------------------------
 
 TOOLS = st.sampled_from(["read", "exec", "process", "message", "update_plan", "Bash"])
@@ -343,7 +400,7 @@ RESULTS = st.one_of(
     st.just(UNDEFINED),
     st.builds(
         lambda text, details: {"content": [{"type": "text", "text": text}], "details": details},
-        st.sampled_from(["same", "other", "😀"]),
+        st.one_of(st.sampled_from(["same", "other", "😀", " same\n", "\u3000"]), PADDED_TEXT),
         st.one_of(
             st.just({}),
             st.fixed_dictionaries(
