@@ -57,34 +57,37 @@ def is_plain(value: object) -> bool:
     Only containers holding containers are remembered: a cycle or a shared branch runs
     through them, while a shared list of strings is written alike by both paths.
     """
-    cls = type(value)
+    # The root, on its own: most arguments are one flat dict, done in three C calls.
+    root: Any = value
+    cls = type(root)
+    members: Iterable[object]
     if cls is dict:
-        flat: dict[Any, Any] = value  # type: ignore[assignment]  # exactly a dict
-        if _LEAVES.issuperset(map(type, flat.values())):  # flat: the usual arguments
-            return _plain_keys(flat)
+        if not _plain_keys(root):
+            return False
+        members = root.values()
     elif cls is list:
-        if _LEAVES.issuperset(map(type, value)):  # type: ignore[call-overload]
-            return True
-    elif cls in _LEAVES:
+        members = root
+    else:
+        return cls in _LEAVES
+    if _LEAVES.issuperset(map(type, members)):
         return True
-    level: list[Any] = [value]
-    parents: set[int] = set()
-    depth = 1
+    if not _ALLOWED.issuperset(map(type, members)):
+        return False
+    level: list[Any] = list(members)
+    parents: set[int] = {id(root)}
+    depth = 2
     while level:
         below: list[Any] = []
         for node in level:
             cls = type(node)
-            members: Iterable[object]
             if cls is dict:
                 if not _plain_keys(node):
                     return False
                 members = node.values()
             elif cls is list:
                 members = node
-            elif cls in _LEAVES:
-                continue
             else:
-                return False
+                continue  # a leaf: the level above checked its type
             if _LEAVES.issuperset(map(type, members)):
                 continue
             if (
