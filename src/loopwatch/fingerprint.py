@@ -578,16 +578,17 @@ def digest_details_and_text(details: object, text: str) -> str:
     """``digest({"details": details, "text": js_trim(text)})``, without building either.
 
     The default outcome of SPEC §3.3 hashes this object for nearly every tool call, and
-    the text is often the bulk of a result. Trimming it copies it whenever it ends in a
-    newline, and a fresh copy has to be encoded to UTF-8 again, while the tool's own string
-    keeps its encoding once computed. So with the fast path, the object's JSON is hashed in
-    pieces: ``{"details":``, orjson's bytes of ``details``, ``,"text":``, and orjson's
-    bytes of the *untrimmed* text with the escapes of the trimmed characters cut off both
-    ends. That is the same byte string: keys sort as ``details`` < ``text``, an object's
-    JSON is its members' JSON in that frame, and a string's JSON is the concatenation of
-    its characters' escapes, each a fixed byte string (whitespace is never a surrogate).
-    Anything the fast path cannot write, and a text with more than :data:`TRIM_SCAN`
-    whitespace characters at one end, goes the straightforward way.
+    the text is often the bulk of a result. Trimming it copies it whenever it ends in
+    whitespace (most tool output ends in a newline), and the copy must be encoded to UTF-8
+    anew where a string hashed before keeps its cached encoding. So with the fast path,
+    the object's JSON is hashed in pieces: ``{"details":``, orjson's bytes of
+    ``details``, ``,"text":``, and orjson's bytes of the *untrimmed* text with the escapes
+    of the trimmed characters cut off both ends. That is the same byte string: keys sort
+    as ``details`` < ``text``, an object's JSON is its members' JSON in that frame, and a
+    string's JSON is the concatenation of its characters' escapes, each a fixed byte
+    string (whitespace is never a surrogate). Anything the fast path cannot write, and a
+    text with more than :data:`TRIM_SCAN` whitespace characters at one end, goes the
+    straightforward way.
 
     Raises:
         TypeError: As :func:`digest`.
