@@ -594,21 +594,22 @@ def digest_details_and_text(details: object, text: str) -> str:
         TypeError: As :func:`digest`.
     """
     fast = _fast_json
+    ends = None
     if fast is not None and MAX_DEPTH >= _fastjson.MAX_DEPTH and type(text) is str:
         ends = _trimmed_ends(text)
-        head = fast(details) if ends is not None else None
-        body = fast(text) if head is not None else None
-        if body is not None and ends is not None and head is not None:
-            lead, tail = ends
-            start = 1 + (_escaped_width(text[:lead]) if lead else 0)
-            stop = len(body) - 1 - (_escaped_width(text[len(text) - tail :]) if tail else 0)
-            sha = hashlib.sha256(_DETAILS_HEAD)
-            sha.update(head)
-            sha.update(_TEXT_HEAD)
-            sha.update(memoryview(body)[start:stop])
-            sha.update(_TAIL)
-            return sha.hexdigest()
-    return digest({"details": details, "text": js_trim(text)})
+    head = None if ends is None or fast is None else fast(details)
+    body = None if head is None or fast is None else fast(text)
+    if ends is None or head is None or body is None:
+        return digest({"details": details, "text": js_trim(text)})
+    lead, tail = ends
+    start = 1 + (_escaped_width(text[:lead]) if lead else 0)
+    stop = len(body) - 1 - (_escaped_width(text[len(text) - tail :]) if tail else 0)
+    sha = hashlib.sha256(_DETAILS_HEAD)
+    sha.update(head)
+    sha.update(_TEXT_HEAD)
+    sha.update(memoryview(body)[start:stop])
+    sha.update(_TAIL)
+    return sha.hexdigest()
 
 
 def _escaped_width(whitespace: str) -> int:
