@@ -362,8 +362,12 @@ def test_every_trimmed_character_is_cut_off_whole(char: str) -> None:
 
 def test_long_whitespace_runs_and_odd_texts_take_the_straight_way() -> None:
     details: dict[str, object] = {"n": 1}
-    for text in (" " * (TRIM_SCAN + 1) + "x", "x" + "\t" * 40, " " * 100, "", "\ud800 ", "a\udc00"):
+    long_runs = (" " * (TRIM_SCAN + 1) + "x", "x" + "\t" * 40, " " * 100)
+    for text in long_runs:
+        assert fingerprint._trimmed_ends(text) is None  # beyond the scan: trimmed by copying
+    for text in (*long_runs, "", "\ud800 ", "a\udc00"):
         assert digest_details_and_text(details, text) == expected_outcome_digest(details, text)[1]
+    assert plain_json("\ud800 ") is None  # orjson refuses surrogates: the pure path serves
     with pure_path():
         assert digest_details_and_text(details, " x ") == expected_outcome_digest(details, "x")[1]
 
