@@ -57,6 +57,9 @@ class ReferenceStore(Store):
         self.idle_ttl_s = idle_ttl_s
         self._sessions: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self._lock = threading.RLock()
+        #: The latest begin_call's record and the session's history before it, until the
+        #: store's next operation: a cancel_call of that record restores that history.
+        self._cancellable: tuple[str, ToolCallRecord, list[ToolCallRecord]] | None = None
 
     def session_lock(self, session_key: str) -> AbstractContextManager[object]:
         return self._lock
@@ -65,10 +68,12 @@ class ReferenceStore(Store):
         return self.idle_ttl_s is not None and now - session["touched"] > self.idle_ttl_s
 
     def _peek(self, key: str, now: float) -> dict[str, Any] | None:
+        self._cancellable = None
         session = self._sessions.get(key)
         return None if session is None or self._expired(session, now) else session
 
     def _touch(self, key: str, now: float) -> dict[str, Any]:
+        self._cancellable = None
         session = self._sessions.get(key)
         if session is not None and self._expired(session, now):
             del self._sessions[key]
@@ -96,11 +101,16 @@ class ReferenceStore(Store):
         history = self._touch(session_key, now)["history"]
         scoped = [r for r in history if r.run_id == run_id]
         if pending is not None:
+            self._cancellable = (session_key, pending, list(history))
             append_call(history, pending, history_size)
         return scoped
 
     def cancel_call(self, session_key: str, pending: ToolCallRecord, now: float) -> None:
+        cancellable = self._cancellable
         history = self._touch(session_key, now)["history"]
+        if cancellable is not None and cancellable[0] == session_key and cancellable[1] is pending:
+            history[:] = cancellable[2]  # as if the blocked call had never been seen
+            return
         for index in range(len(history) - 1, -1, -1):
             if history[index] is pending:
                 del history[index]
@@ -639,15 +649,42 @@ def test_begin_call_returns_the_run_as_it_was_until_the_next_operation() -> None
     assert store.history(S, 1.0) == (first, second)  # any operation applies the append
 
 
-def test_cancelling_the_latest_begin_keeps_the_trim_it_made_room_with() -> None:
+def test_cancelling_the_latest_begin_leaves_a_full_history_as_it_was() -> None:
     store = MemoryStore()
     records = [ToolCallRecord("read", f"read:{d}", None, None, None, None, 1) for d in DIGESTS]
     for record in records[:3]:
         store.begin_call(S, None, record, 3, 1.0)
     store.begin_call(S, None, records[3], 3, 1.0)
     store.cancel_call(S, records[3], 1.0)
-    # Appending the fourth trimmed the first; cancelling it does not bring it back.
-    assert store.history(S, 1.0) == (records[1], records[2])
+    # A blocked call is not recorded (SPEC §5.2): the record its append would have trimmed
+    # to make room stays.
+    assert store.history(S, 1.0) == tuple(records[:3])
+
+
+def test_the_index_keeps_a_lone_record_bare_and_a_repeated_call_in_a_list() -> None:
+    # A signature seen once is indexed as its record (no list: 88 bytes less per distinct
+    # call in a long run); a repeat turns it into a list, trimming turns it back.
+    store = MemoryStore()
+    a, b = (f"read:{d}" for d in DIGESTS[:2])
+    sequence = [a, b, a]
+    with index_from(0):
+        for i, args_hash in enumerate(sequence):
+            record = ToolCallRecord("read", args_hash, str(i), None, None, None, i)
+            store.begin_call(S, None, record, 3, 1.0)
+        history = store._sessions[S].history
+        store.history(S, 1.0)  # applies the last append
+        (run,) = history.runs.values()
+        assert run.calls is not None
+        by_key = run.calls["read"]
+        assert isinstance(by_key[call_key("read", b)], _history.CompactRecord)
+        assert [r.call_id for r in by_key[call_key("read", a)]] == ["0", "2"]
+        assert [r.call_id for r in run.same_call("read", call_key("read", b))] == ["1"]
+        record = ToolCallRecord("read", b, "3", None, None, None, 3)
+        store.begin_call(S, None, record, 3, 1.0)  # trims the first call of a
+        store.history(S, 1.0)
+        assert isinstance(by_key[call_key("read", a)], _history.CompactRecord)
+        assert [r.call_id for r in run.same_call("read", call_key("read", a))] == ["2"]
+        assert [r.call_id for r in run.same_call("read", call_key("read", b))] == ["1", "3"]
 
 
 def test_an_unarmed_guard_keeps_only_its_spec_and_answers_idle() -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from _redis_helpers import StoreFactory
 
-from loopwatch import MemoryStore
+from loopwatch import LoopGuard, MemoryStore
 from loopwatch.compaction import GuardSnapshot, GuardVerdict, PostCompactionGuard
 from loopwatch.history import ToolCallRecord
 from loopwatch.outcomes import OutcomeHash
@@ -160,6 +160,62 @@ def test_cancel_of_a_trimmed_record_changes_nothing(make_store: StoreFactory) ->
         begin(store, record, size=2)
     store.cancel_call(S, old, T0)
     assert store.history(S, T0) == (new1, new2)
+
+
+def test_cancel_right_after_begin_leaves_a_full_history_as_it_was(
+    make_store: StoreFactory,
+) -> None:
+    # SPEC §5.2: a blocked call is not recorded, so no record is trimmed to make room for
+    # it either; trimming is global, whatever the runs.
+    store = make_store()
+    a, b, c = rec(args="a", run="r1"), rec(args="b", run="r2"), rec(args="c", run="r1")
+    begin(store, a, size=2)
+    begin(store, b, size=2)
+    for _ in range(3):  # block after block, the history never shrinks
+        assert begin(store, c, size=2) == [a]
+        store.cancel_call(S, c, T0)
+        assert store.history(S, T0) == (a, b)
+
+
+def test_cancel_puts_back_every_record_a_smaller_size_trimmed(make_store: StoreFactory) -> None:
+    store = make_store()
+    records = [rec(args=str(i), call=str(i)) for i in range(4)]
+    for record in records[:3]:
+        begin(store, record, size=3)
+    begin(store, records[3], size=1)
+    store.cancel_call(S, records[3], T0)
+    assert store.history(S, T0) == tuple(records[:3])
+
+
+def test_cancel_after_another_write_only_removes_the_record(make_store: StoreFactory) -> None:
+    store = make_store()
+    a, b, c = rec(args="a"), rec(args="b"), rec(args="c")
+    for record in (a, b, c):
+        begin(store, record, size=2)
+    store.update_warning_bucket(S, "k", 1, T0)
+    store.cancel_call(S, c, T0)
+    assert store.history(S, T0) == (b,)
+
+
+def test_a_block_in_a_full_history_stays_sticky(make_store: StoreFactory) -> None:
+    # The reference's sticky block (SPEC §5.2) with historySize 3: once the count reaches
+    # the critical threshold, every identical call is blocked with the same count, and the
+    # history keeps the calls that led there.
+    guard = LoopGuard(
+        {"enabled": True, "historySize": 3, "warningThreshold": 1, "criticalThreshold": 3},
+        store=make_store(),
+    )
+    decisions = []
+    for i in range(8):
+        decision = guard.before_call("exec", {"command": "ls"}, session_key=S, tool_call_id=str(i))
+        result = decision.tool_result if decision.tool_result is not None else "same"
+        guard.after_call(
+            "exec", {"command": "ls"}, session_key=S, tool_call_id=str(i), result=result
+        )
+        decisions.append((decision.action, decision.verdict.count))
+    assert decisions[:3] == [("allow", 0), ("warn", 1), ("warn", 2)]
+    assert decisions[3:] == [("block", 3)] * 5
+    assert [r.tool_call_id for r in guard.history(session_key=S)] == ["0", "1", "2"]
 
 
 # --- record_outcome ------------------------------------------------------------------

@@ -3,7 +3,9 @@
 -- KEYS (one session, one cluster slot thanks to the {hash tag}):
 --   KEYS[1] h  list   the history, oldest first, one record per element
 --   KEYS[2] s  hash   session meta: t (last touch, LoopGuard clock), n (record nonce
---                     counter), bo (bucket order counter), and per run token R the
+--                     counter), bo (bucket order counter), tn and tr (the nonce of the
+--                     latest begin_call's record and the records its append trimmed,
+--                     joined by \30, until another write), and per run token R the
 --                     post-compaction guard: gw:R window size, ge:R enabled (1/0),
 --                     gr:R remaining, gx:R window entries, gv:R last verdict
 --   KEYS[3] b  hash   warning buckets: key token -> last emitted bucket
@@ -67,6 +69,13 @@ local function touch()
     redis.call("DEL", H, S, B, O)
   end
   redis.call("HSET", S, "t", NOW_RAW)
+end
+
+-- A blocked call is not recorded (SPEC §5.2), yet begin_call appends its record before
+-- detection decides: so begin_call keeps what its append trimmed (tn, tr), cancel_call puts
+-- it back, and every other write forgets it (only a cancel right after its begin restores).
+local function forget_trimmed()
+  redis.call("HDEL", S, "tn", "tr")
 end
 
 -- Called last by every touching operation: the idle timer restarts on all four keys.

@@ -291,8 +291,10 @@ class RunRecords:
 
     ``records`` is the session's own list while this run is the session's only run with
     records (the common case: one list instead of two per session).
-    ``calls`` maps tool name → :func:`call_key` → the records of that call signature,
-    oldest first; ``None`` until the run grows past :data:`INDEX_FROM` records.
+    ``calls`` maps tool name → :func:`call_key` → the records of that call signature:
+    the record itself while it is the only one (most signatures of a healthy run occur
+    once, and a list would cost 88 bytes more each), else a list of them, oldest first;
+    ``None`` until the run grows past :data:`INDEX_FROM` records.
     """
 
     __slots__ = ("calls", "records", "run_id")
@@ -300,7 +302,7 @@ class RunRecords:
     def __init__(self, run_id: str | None, records: list[CompactRecord]) -> None:
         self.run_id = run_id
         self.records = records
-        self.calls: dict[str, dict[bytes | str, list[CompactRecord]]] | None = None
+        self.calls: dict[str, dict[bytes | str, CompactRecord | list[CompactRecord]]] | None = None
 
     def added(self, record: CompactRecord) -> None:
         """Index a record just appended to ``records``."""
@@ -313,7 +315,15 @@ class RunRecords:
 
     def _index(self, record: CompactRecord) -> None:
         assert self.calls is not None
-        self.calls.setdefault(record.tool_name, {}).setdefault(record.key, []).append(record)
+        by_key = self.calls.setdefault(record.tool_name, {})
+        key = record.key
+        same = by_key.setdefault(key, record)
+        if same is record:
+            return
+        if isinstance(same, list):
+            same.append(record)
+        else:
+            by_key[key] = [same, record]
 
     def removed(self, record: CompactRecord) -> None:
         """Forget a record just removed from ``records``."""
@@ -322,11 +332,15 @@ class RunRecords:
         by_key = self.calls[record.tool_name]
         key = record.key
         same = by_key[key]
-        for index, candidate in enumerate(same):  # the oldest, when trimming
-            if candidate is record:
-                del same[index]
-                break
-        if not same:
+        if isinstance(same, list):
+            for index, candidate in enumerate(same):  # the oldest, when trimming
+                if candidate is record:
+                    del same[index]
+                    break
+            if len(same) == 1:
+                by_key[key] = same[0]
+            return
+        if same is record:
             del by_key[key]
             if not by_key:
                 del self.calls[record.tool_name]
@@ -336,7 +350,10 @@ class RunRecords:
         calls = self.calls
         if calls is not None:
             by_key = calls.get(tool_name)
-            return () if by_key is None else by_key.get(key, ())
+            same = None if by_key is None else by_key.get(key)
+            if same is None:
+                return ()
+            return same if isinstance(same, list) else (same,)
         if isinstance(key, str):  # a hash of another form: only records kept whole have one
             return [r for r in self.records if r.packed is None and r.matches(tool_name, key)]
         found = []

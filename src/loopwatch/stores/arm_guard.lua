@@ -2,6 +2,7 @@
 -- it does not exist yet. ARGV[4] run token, ARGV[5] window size, ARGV[6] enabled (1/0).
 -- Returns {window size, enabled}: the guard's real spec.
 touch()
+forget_trimmed()
 local gw, ge = "gw:" .. ARGV[4], "ge:" .. ARGV[4]
 local state = redis.call("HMGET", S, gw, ge)
 local size, enabled = state[1], state[2]

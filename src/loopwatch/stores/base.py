@@ -95,7 +95,13 @@ class Store(ABC):
 
     @abstractmethod
     def cancel_call(self, session_key: str, pending: ToolCallRecord, now: float) -> None:
-        """Remove a pending record that ``begin_call`` appended (the call was blocked)."""
+        """Take back the pending record of a blocked call (SPEC §5.2: it is not recorded).
+
+        Right after the ``begin_call`` that appended ``pending``, with no other write to
+        the session in between (``LoopGuard`` cancels at once), the history becomes exactly
+        what it was before that ``begin_call``: the records its append trimmed come back.
+        Later, only ``pending`` is removed, if it is still there.
+        """
 
     @abstractmethod
     def update_warning_bucket(self, session_key: str, key: str, bucket: int, now: float) -> bool:

@@ -1,5 +1,6 @@
 -- begin_call: return the run's records as they were, then append the pending record and
--- trim, in one atomic step (so every before_call sees exactly the history before it).
+-- trim, in one atomic step (so every before_call sees exactly the history before it); the
+-- records trimmed are kept for a cancel_call of this record (see forget_trimmed).
 -- ARGV[4] run token, ARGV[5] pending record without its nonce ("" = none),
 -- ARGV[6] history size.
 -- Returns {nonce or "", records}: the nonce identifies the appended record for cancel_call;
@@ -15,8 +16,16 @@ end
 local nonce = ""
 if ARGV[5] ~= "" then
   nonce = tostring(redis.call("HINCRBY", S, "n", 1))
-  redis.call("RPUSH", H, nonce .. SEP .. ARGV[5])
-  redis.call("LTRIM", H, -tonumber(ARGV[6]), -1)
+  local excess = redis.call("RPUSH", H, nonce .. SEP .. ARGV[5]) - tonumber(ARGV[6])
+  if excess > 0 then
+    local trimmed = redis.call("LRANGE", H, 0, excess - 1)
+    redis.call("HSET", S, "tn", nonce, "tr", table.concat(trimmed, RS))
+    redis.call("LTRIM", H, excess, -1)
+  else
+    forget_trimmed()
+  end
+else
+  forget_trimmed()
 end
 refresh()
 return { nonce, table.concat(scoped, RS) }

@@ -194,8 +194,10 @@ class MemoryStore(Store):
 
         Returns a live view instead of a copy, and postpones the append to the store's
         next operation, which applies it first: until then the view shows the run as it
-        was, and a ``cancel_call`` of this very record only has to drop it. ``LoopGuard``
-        reads the view at once, under :meth:`session_lock`.
+        was, and a ``cancel_call`` of this very record only has to drop it, which leaves
+        the history exactly as it was (no record trimmed to make room for it either).
+        ``LoopGuard`` reads the view and cancels a blocked call at once, under
+        :meth:`session_lock`, so nothing comes between.
         """
         with self._lock:
             session = self._touch(session_key, now)
@@ -214,9 +216,8 @@ class MemoryStore(Store):
                 and postponed.pending is pending
                 and postponed.session_key == session_key
             ):
+                # Never appended: the history is as it was, trimmed records included.
                 self._postponed = None
-                # Appending the record and removing it again leaves the trim it made room by.
-                postponed.session.history.trim(postponed.history_size - 1)
                 self._touch(session_key, now)
                 return
             self._touch(session_key, now).history.cancel(pending)

@@ -7,6 +7,7 @@
 -- not exist yet (it is never reconfigured), ARGV[15] adaptive facts token.
 -- Returns {record, abort, armed, remaining, count, window size}.
 touch()
+forget_trimmed()
 local run, tool, args, match = ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local result, unknown = ARGV[8], ARGV[9]
 local history = redis.call("LRANGE", H, 0, -1)

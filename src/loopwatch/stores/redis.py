@@ -258,7 +258,9 @@ class RedisStore(Store):
     number of threads, tasks and processes may share a session. One limit, on a rare
     path: a blocked call's pending record is removed by a second round trip
     (``cancel_call``), and a call of the same session from another worker that lands in
-    between sees that record (one extra pending record, for that one call). There is no
+    between sees that record (one extra pending record, for that one call) without the
+    oldest record its append trimmed; the cancel puts that record back unless the other
+    call wrote to the session meanwhile. There is no
     ``max_sessions``: memory is bounded by the idle expiry and Redis's own policy.
 
     Args:

@@ -2,6 +2,7 @@
 -- ARGV[4] warning key token, ARGV[5] bucket, ARGV[6] key cap.
 -- Returns 1 when the warning is to be emitted.
 touch()
+forget_trimmed()
 local bucket = tonumber(ARGV[5])
 local emitted = 0
 if bucket > tonumber(redis.call("HGET", B, ARGV[4]) or "0") then
