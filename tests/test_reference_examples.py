@@ -245,7 +245,7 @@ def _run_functions(
             base = dict(current) if isinstance(current, dict) else {}
             if "guardConfig" in step:
                 base["postCompactionGuard"] = gc
-            enabled = step["enabled"] if "enabled" in step else _enabled(current)
+            enabled = decode_value(step["enabled"]) if "enabled" in step else _enabled(current)
             guard = PostCompactionGuard(window_size=_window(base), enabled=enabled)
         elif op == "stringify":
             text = stable_stringify(decode_value(step["value"]))

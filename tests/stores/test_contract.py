@@ -218,6 +218,26 @@ def test_a_block_in_a_full_history_stays_sticky(make_store: StoreFactory) -> Non
     assert [r.tool_call_id for r in guard.history(session_key=S)] == ["0", "1", "2"]
 
 
+def test_a_block_keeps_the_oldest_record_of_a_full_history(make_store: StoreFactory) -> None:
+    # historySize 3: the blocked fourth call must not push the first call out, so
+    # repeating the first call afterwards is still seen as a repeat.
+    guard = LoopGuard(
+        {"enabled": True, "historySize": 3, "warningThreshold": 1, "criticalThreshold": 2},
+        store=make_store(),
+    )
+    steps = [("read", {"path": "/b"}, "B")] + [("exec", {"command": "ls"}, "same")] * 3
+    steps.append(("read", {"path": "/b"}, "B"))
+    decisions = []
+    for i, (tool, args, result) in enumerate(steps):
+        decision = guard.before_call(tool, args, session_key=S, tool_call_id=str(i))
+        outcome = decision.tool_result if decision.tool_result is not None else result
+        guard.after_call(tool, args, session_key=S, tool_call_id=str(i), result=outcome)
+        decisions.append((decision.action, decision.verdict.detector, decision.verdict.count))
+    assert decisions[3] == ("block", "generic_repeat", 2)
+    assert decisions[4] == ("warn", "generic_repeat", 1)
+    assert [r.tool_call_id for r in guard.history(session_key=S)] == ["1", "2", "4"]
+
+
 # --- record_outcome ------------------------------------------------------------------
 
 
