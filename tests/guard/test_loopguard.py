@@ -7,6 +7,8 @@ import time
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from loopwatch import (
     UNDEFINED,
@@ -596,3 +598,51 @@ def test_a_failing_listener_is_logged_and_later_listeners_still_run(
         if r.name == "loopwatch" and r.getMessage().startswith("event listener failed")
     ]
     assert failed[0].getMessage() == "event listener failed: type=tool.loop error=ValueError: boom"
+
+
+# --- SPEC §5.2: a blocked call is not recorded ------------------------------------------
+
+_CALLS = [
+    ("exec", {"command": "ls"}),
+    ("read", {"path": "/a"}),
+    ("process", {"action": "poll", "sessionId": "s1"}),
+]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.integers(2, 6),
+    st.lists(st.tuples(st.integers(0, 2), st.sampled_from(["same", "other"])), max_size=40),
+)
+def test_a_blocked_call_leaves_the_history_exactly_as_it_was(
+    history_size: int, steps: list[tuple[int, str]]
+) -> None:
+    config = {
+        "enabled": True,
+        "historySize": history_size,
+        "warningThreshold": 1,
+        "criticalThreshold": 2,
+        "globalCircuitBreakerThreshold": 3,
+    }
+    guard = LoopGuard(config)
+    blocks = 0
+    for i, (which, result) in enumerate(steps):
+        tool, args = _CALLS[which]
+        before = guard.history(session_key=S)
+        decision = guard.before_call(tool, args, session_key=S, tool_call_id=str(i))
+        if decision.action == "block":
+            blocks += 1
+            assert (
+                guard.after_call(
+                    tool, args, session_key=S, tool_call_id=str(i), result=decision.tool_result
+                )
+                is None
+            )
+            assert guard.history(session_key=S) == before
+            # Sticky: the same call is blocked again, with the same count.
+            again = guard.before_call(tool, args, session_key=S, tool_call_id=f"{i}-again")
+            assert (again.action, again.verdict.count) == ("block", decision.verdict.count)
+            assert guard.history(session_key=S) == before
+        else:
+            guard.after_call(tool, args, session_key=S, tool_call_id=str(i), result=result)
+            assert len(guard.history(session_key=S)) == min(len(before) + 1, history_size)
