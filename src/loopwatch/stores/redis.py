@@ -260,8 +260,8 @@ class RedisStore(Store):
     (``cancel_call``), and a call of the same session from another worker that lands in
     between sees that record (one extra pending record, for that one call) without the
     oldest record its append trimmed; the cancel puts that record back unless the other
-    call wrote to the session meanwhile. There is no
-    ``max_sessions``: memory is bounded by the idle expiry and Redis's own policy.
+    call wrote to the session meanwhile. There is no ``max_sessions``: memory is bounded
+    by the idle expiry and Redis's own policy.
 
     Args:
         client: a blocking client (anything with ``evalsha`` and ``eval``).
