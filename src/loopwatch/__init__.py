@@ -31,7 +31,7 @@ from loopwatch.config import (
     resolve_config,
 )
 from loopwatch.detectors import LoopVerdict, detect_tool_call_loop
-from loopwatch.errors import LoopDetectedError
+from loopwatch.errors import LoopDetectedError, LoopwatchError
 from loopwatch.events import (
     CompactionLoopPersistedEvent,
     GuardArmedEvent,
@@ -78,6 +78,7 @@ __all__ = [
     "LoopEvent",
     "LoopGuard",
     "LoopVerdict",
+    "LoopwatchError",
     "MemoryStore",
     "OutcomeHash",
     "PostCompactionGuard",

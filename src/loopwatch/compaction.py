@@ -14,11 +14,10 @@ from typing import Final
 from loopwatch import messages
 from loopwatch._undefined import UNDEFINED
 from loopwatch.config import js_truthy, resolve_window_size
-from loopwatch.history import ToolCallRecord
+from loopwatch.errors import COMPACTION_LOOP_PERSISTED, PostCompactionLoopPersistedError
 
 logger = logging.getLogger("loopwatch.guard")
 
-COMPACTION_LOOP_PERSISTED: Final = "compaction_loop_persisted"
 
 Triple = tuple[str, str, str]
 
@@ -45,45 +44,6 @@ class GuardSnapshot:
 
 
 IDLE_VERDICT: Final = GuardVerdict(should_abort=False, armed=False, remaining_attempts=0)
-
-
-class PostCompactionLoopPersistedError(Exception):
-    """Raised from ``after_call`` when the loop survived a compaction: end the run."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        count: int,
-        tool_name: str,
-        detector: str = COMPACTION_LOOP_PERSISTED,
-        record: ToolCallRecord | None = None,
-        verdict: GuardVerdict | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.message = message
-        self.count = count
-        self.tool_name = tool_name
-        self.detector = detector
-        self.record = record
-        self.verdict = verdict
-
-    def __str__(self) -> str:
-        return self.message
-
-    @classmethod
-    def from_verdict(
-        cls, verdict: GuardVerdict, record: ToolCallRecord | None = None
-    ) -> PostCompactionLoopPersistedError:
-        """Build the error a caller raises for an abort verdict."""
-        return cls(
-            verdict.message or "",
-            count=verdict.count or 0,
-            tool_name=verdict.tool_name or "",
-            detector=verdict.detector or COMPACTION_LOOP_PERSISTED,
-            record=record,
-            verdict=verdict,
-        )
 
 
 class PostCompactionGuard:

@@ -27,6 +27,7 @@ from typing import Any, Final, Literal
 import json5
 
 from loopwatch._undefined import UNDEFINED
+from loopwatch.errors import ConfigError, ConfigIssue
 from loopwatch.jsstr import js_lower, js_trim
 
 Profile = Literal["reference", "adaptive"]
@@ -193,43 +194,6 @@ BLOCK_KEYS: Final[frozenset[str]] = frozenset(
 
 _BLOCK_FIELD_BY_NAME: Final = {f.name: f for f in BLOCK_FIELDS}
 _DEFAULT_WINDOW_SIZE: Final = GUARD_FIELDS[0].default
-
-
-# --------------------------------------------------------------------------------------------
-# Errors
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ConfigIssue:
-    """One problem found by strict loading.
-
-    Attributes:
-        path: dotted camelCase path relative to what was passed (``""`` for the whole input).
-        message: a readable reason.
-    """
-
-    path: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.path}: {self.message}" if self.path else self.message
-
-
-class ConfigError(ValueError):
-    """A config the schema rejects; carries every issue so all can be fixed at once.
-
-    Args:
-        issues: the problems, in document order.
-    """
-
-    def __init__(self, issues: Iterable[ConfigIssue]) -> None:
-        self.issues: tuple[ConfigIssue, ...] = tuple(issues)
-        super().__init__("\n".join(str(issue) for issue in self.issues))
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        # ``Exception`` pickles its message; rebuild from the issues instead.
-        return (type(self), (self.issues,))
 
 
 # --------------------------------------------------------------------------------------------

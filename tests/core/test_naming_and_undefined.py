@@ -180,7 +180,10 @@ def critical_verdict() -> LoopVerdict:
 def test_loop_detected_error() -> None:
     verdict = critical_verdict()
     err = LoopDetectedError(verdict)
-    assert isinstance(err, RuntimeError)
+    # Not a RuntimeError (issue 16): an agent loop's ``except RuntimeError`` must not
+    # swallow the end of a run; every deliberate loopwatch error is a LoopwatchError.
+    assert not isinstance(err, RuntimeError)
+    assert isinstance(err, loopwatch.LoopwatchError)
     assert err.verdict is verdict
     assert str(err) == verdict.message
     with pytest.raises(LoopDetectedError) as info:
@@ -246,3 +249,23 @@ def a_function() -> None:
 )
 def test_params_summary(params: object, summary: dict[str, object]) -> None:
     assert params_summary(params) == summary
+
+
+def test_one_exception_tree() -> None:
+    """Every deliberate error derives from LoopwatchError; config errors stay ValueErrors."""
+    for name in (
+        "ConfigError",
+        "StoreError",
+        "LoopDetectedError",
+        "PostCompactionLoopPersistedError",
+    ):
+        cls = getattr(loopwatch, name)
+        assert issubclass(cls, loopwatch.LoopwatchError), name
+        assert not issubclass(cls, RuntimeError), name
+    assert issubclass(loopwatch.ConfigError, ValueError)
+    assert not issubclass(loopwatch.LoopwatchError, RuntimeError)
+    import pickle
+
+    err = LoopDetectedError(critical_verdict())
+    again = pickle.loads(pickle.dumps(err))
+    assert str(again) == str(err) and again.verdict == err.verdict

@@ -17,12 +17,9 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from loopwatch.compaction import GuardSnapshot, GuardVerdict
+from loopwatch.errors import StoreError
 from loopwatch.history import ToolCallRecord
 from loopwatch.outcomes import OutcomeHash
-
-
-class StoreError(Exception):
-    """A backend failed (connection, timeout, protocol); the guard applies its policy."""
 
 
 @dataclass(frozen=True, slots=True)
