@@ -28,7 +28,7 @@ from typing import Any
 
 import run  # the benchmark suite beside this file
 
-import loopwatch.guard as guard_module
+import loopwatch.guard.loopguard as guard_module
 from loopwatch import LoopGuard
 from loopwatch.fingerprint import hash_tool_call
 from loopwatch.outcomes import OutcomeHash, hash_tool_outcome

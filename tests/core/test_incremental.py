@@ -637,6 +637,7 @@ def test_guard_on_generated_calls_matches_the_plain_store(
 # --- the pieces -----------------------------------------------------------------------------
 
 S = "session"
+GUARD_HASH = "loopwatch.guard.loopguard.hash_tool_call"
 
 
 def test_begin_call_returns_the_run_as_it_was_until_the_next_operation() -> None:
@@ -739,7 +740,7 @@ def test_after_call_hashes_the_params_it_is_given(change: str | None, reused: bo
         params["offset"] = 4
     elif change == "delete":
         del params["offset"]
-    with mock.patch("loopwatch.guard.hash_tool_call", side_effect=hash_tool_call) as hashed:
+    with mock.patch(GUARD_HASH, side_effect=hash_tool_call) as hashed:
         record = guard.after_call("read", params, session_key=S, tool_call_id="c", result="ok")
     assert record is not None
     assert record.args_hash == hash_tool_call("read", params)
@@ -754,7 +755,7 @@ def test_after_call_hashes_the_params_it_is_given(change: str | None, reused: bo
 def test_params_with_mutable_parts_are_always_hashed_again(params: Any) -> None:
     guard = LoopGuard({"enabled": True})
     guard.before_call("read", params, session_key=S, tool_call_id="c")
-    with mock.patch("loopwatch.guard.hash_tool_call", side_effect=hash_tool_call) as hashed:
+    with mock.patch(GUARD_HASH, side_effect=hash_tool_call) as hashed:
         guard.after_call("read", params, session_key=S, tool_call_id="c", result="ok")
     assert hashed.called
 
@@ -774,7 +775,7 @@ def test_records_of_any_shape_round_trip() -> None:
 
 def test_args_hashes_waiting_for_an_after_call_are_bounded() -> None:
     guard = LoopGuard({"enabled": True})
-    with mock.patch("loopwatch.guard.ARGS_MEMO_SIZE", 3):
+    with mock.patch("loopwatch.guard.loopguard.ARGS_MEMO_SIZE", 3):
         for index in range(10):
             guard.before_call("read", {"n": index}, session_key=S, tool_call_id=f"c{index}")
     memos = guard._args_memos  # the after_calls never came
