@@ -101,6 +101,12 @@ LOG_LISTENER_FAILED: Final = "event listener failed: type={type} error={error}"
 
 #: ``deniedReason`` of a loop block; the veto rule (SPEC §3.3 step 4) keys on it.
 DENIED_REASON_TOOL_LOOP: Final = "tool-loop"
+#: The result of a batch call that was not run because another call of its batch was
+#: blocked (``LoopGuard.before_batch``): the whole batch is refused before anything runs.
+BATCH_SIBLING_BLOCKED: Final = (
+    "This tool was not executed because another call in the same batch was blocked as a "
+    "repeated loop. Reassess the task before choosing the next action."
+)
 LOG_COMPACTION_RETRY_FAILED: Final = "post-compaction guard arm failed: error={error}"
 
 # --- Store failures (fail-open / fail-closed policy), logger ``loopwatch.store`` ---------

@@ -775,8 +775,22 @@ def test_records_of_any_shape_round_trip() -> None:
 
 def test_args_hashes_waiting_for_an_after_call_are_bounded() -> None:
     guard = LoopGuard({"enabled": True})
-    with mock.patch("loopwatch.guard.loopguard.ARGS_MEMO_SIZE", 3):
+    with mock.patch("loopwatch.guard._memo.ARGS_MEMO_SIZE", 3):
         for index in range(10):
             guard.before_call("read", {"n": index}, session_key=S, tool_call_id=f"c{index}")
     memos = guard._args_memos  # the after_calls never came
-    assert [key for key, _ in memos.items()] == [(S, "c7"), (S, "c8"), (S, "c9")]
+    assert memos.keys() == [(S, "c7"), (S, "c8"), (S, "c9")]
+
+
+def test_args_memos_keep_a_bounded_amount_of_argument_text_alive() -> None:
+    """Calls whose after_call never comes must not pin their (large) arguments (issue 17)."""
+    guard = LoopGuard({"enabled": True})
+    big = "x" * (1024 * 1024)
+    with mock.patch("loopwatch.guard._memo.ARGS_MEMO_CHARS", 3 * len(big)):
+        for index in range(10):
+            guard.before_call(
+                "write", {"n": index, "text": big}, session_key=S, tool_call_id=f"c{index}"
+            )
+        memos = guard._args_memos
+        assert memos.chars <= 3 * len(big)
+        assert memos.keys() == [(S, "c7"), (S, "c8"), (S, "c9")]

@@ -11,7 +11,7 @@ import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, cast
 
 from loopwatch.adaptive import AdaptiveConfig
 from loopwatch.config import (
@@ -87,7 +87,13 @@ def load_setup(config_path: str | None, agent_id: str | None, profile: Profile |
     guard = settings.new_guard()  # fail now, not once per run
     _block, resolved = guard.block_for(agent_id)
     return ScanSetup(
-        settings, config_path, agent_id, block, resolved, guard.profile, guard.adaptive
+        settings,
+        config_path,
+        agent_id,
+        block,
+        resolved,
+        cast(Profile, guard.profile),
+        guard.adaptive,
     )
 
 

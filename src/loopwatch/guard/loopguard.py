@@ -1,43 +1,31 @@
 """``LoopGuard``: the session engine around every tool call (SPEC §5, §6.2, §9.3, §11.3).
 
 The host calls ``before_call`` before a tool runs and ``after_call`` after it ran; the
-guard keeps each session's history in its store, runs the pure detectors, applies the
-warning buckets, blocks criticals, feeds the post-compaction guards and emits events.
-It never raises into the agent, except the deliberate post-compaction abort.
+guard keeps each session's history in its store, asks its detector profile for a verdict,
+applies the warning buckets, blocks criticals, feeds the post-compaction guards and emits
+events. It never raises into the agent, except the deliberate post-compaction abort.
+
+The class holds the public methods and their async twins. What they are made of lives
+beside it: the typed store operations and their drivers (``_ops``), the failure policy
+(``_policy``), the measured hot-path helpers (``_memo``) and, one layer down, the detector
+profiles (:mod:`loopwatch.profiles`).
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import inspect
 import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Collection, Generator, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from copy import deepcopy
 from dataclasses import dataclass, replace
-from typing import Any, Final, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Literal
 
-from loopwatch import adapter, messages
+from loopwatch import messages
 from loopwatch._undefined import UNDEFINED
-from loopwatch.adaptive import (
-    ADAPTIVE_DETECTORS,
-    AdaptiveConfig,
-    AdaptiveRecord,
-    build_adaptive_record,
-    encode_facts,
-    evaluate_adaptive,
-    record_from_history,
-)
-from loopwatch.compaction import (
-    GuardSnapshot,
-    GuardVerdict,
-    PostCompactionLoopPersistedError,
-    log_abort,
-    log_armed,
-)
+from loopwatch.compaction import GuardSnapshot, GuardVerdict, log_abort, log_armed
 from loopwatch.config import (
     LoopDetectionConfig,
     Profile,
@@ -47,14 +35,8 @@ from loopwatch.config import (
     resolve_config,
     validate_openclaw_config,
 )
-from loopwatch.detectors import (
-    NOT_STUCK,
-    LoopVerdict,
-    RunHistory,
-    evaluate,
-    is_known_poll,
-    log_verdict,
-)
+from loopwatch.detectors import NOT_STUCK, LoopVerdict, RunHistory, is_known_poll
+from loopwatch.errors import PostCompactionLoopPersistedError, StoreError
 from loopwatch.events import (
     CompactionLoopPersistedEvent,
     GuardArmedEvent,
@@ -65,33 +47,64 @@ from loopwatch.events import (
     params_summary,
 )
 from loopwatch.fingerprint import hash_tool_call
+from loopwatch.guard._memo import ArgsMemos, BoundedMap, ToolNames
+from loopwatch.guard._ops import (
+    ArmGuard,
+    BeginCall,
+    CancelCall,
+    RecordOutcome,
+    Steps,
+    UpdateBucket,
+    adrive,
+    adrive_one,
+    drive,
+    drive_one,
+)
+from loopwatch.guard._policy import (
+    OnceLog,
+    StoreErrorRate,
+    UnhashableValueError,
+    error_text,
+    strict_from_env,
+)
 from loopwatch.history import ToolCallRecord
 from loopwatch.jsstr import is_blank
 from loopwatch.naming import normalize_run_id, normalize_tool_call_id, normalize_tool_name
 from loopwatch.normalizers import validate_normalizers
 from loopwatch.outcomes import hash_tool_outcome
-from loopwatch.stores.base import GuardSpec, OutcomeWrite, Store, StoreError
+from loopwatch.profiles import (
+    FIRST_WARNING_MODES,
+    PROFILES,
+    Detector,
+    DetectorProfile,
+    FirstWarning,
+    UpcomingCall,
+    WithDetectors,
+)
+from loopwatch.stores.base import GuardSpec, OutcomeWrite, Store
 from loopwatch.stores.memory import MemoryStore
+
+if TYPE_CHECKING:
+    from loopwatch.adaptive import AdaptiveConfig
 
 tools_logger = logging.getLogger("loopwatch.tools")
 diagnostics_logger = logging.getLogger("loopwatch.diagnostics")
 events_logger = logging.getLogger("loopwatch")
-detection_logger = logging.getLogger("loopwatch.detection")
 store_logger = logging.getLogger("loopwatch.store")
 
 Action = Literal["allow", "warn", "block"]
 Listener = Callable[[LoopEvent], object]
+#: One call of a batch: (tool name, params, tool call id).
+BatchCall = tuple[object, object, object]
 
-#: How many tool names each fail-open text remembers before it may repeat (SPEC §5.6).
-FAILURE_LOG_MEMORY: Final = 1000
 _MAX_CACHED_AGENTS: Final = 1024
-#: At most one store-failure log line per this many seconds of the guard's clock.
-STORE_ERROR_LOG_INTERVAL_S: Final = 30.0
+#: How many calls between their ``before_call`` and their ``after_call`` (and how many
+#: finished ones) the guard remembers by tool-call id, so a call seen by two layers of the
+#: host (an adapter and a decorated tool) counts once.
+CALL_ID_MEMORY: Final = 4096
 STORE_UNAVAILABLE: Final = "store_unavailable"
-#: How many ``before_call`` args hashes wait for their ``after_call`` (see ``_ArgsMemo``).
-ARGS_MEMO_SIZE: Final = 1024
-#: How many raw tool names the guard remembers the normalised form of.
-_TOOL_NAME_CACHE_SIZE: Final = 1024
+#: The warning-bucket key under which a run's critical strikes are counted.
+_STRIKE_KEY: Final = "loopwatch:critical-strike"
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,8 +134,17 @@ def blocked_result(message: str) -> dict[str, Any]:
     }
 
 
-def _valid_session_key(session_key: object) -> bool:
-    return isinstance(session_key, str) and not is_blank(session_key)
+def _session_key(session_key: object) -> str | None:
+    """The session key as a plain ``str``, or ``None`` for "no session" (SPEC §5.1).
+
+    A ``str`` subclass is copied to a plain ``str`` first: its methods are the host's code
+    and may raise, and the key must never escape the fail-open handlers.
+    """
+    if type(session_key) is not str:
+        if not isinstance(session_key, str):
+            return None
+        session_key = str.__str__(session_key)
+    return None if is_blank(session_key) else session_key
 
 
 def _safe_tool_name(tool_name: object) -> str:
@@ -132,19 +154,11 @@ def _safe_tool_name(tool_name: object) -> str:
         return "tool"
 
 
-def _error_text(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"
-
-
-_T = TypeVar("_T")
-
-
-#: One store call an operation needs, as (method name, arguments); the sync and async
-#: drivers perform it. Operations are written once, as generators that yield these (or as
-#: a single op), so ``before_call`` and ``abefore_call`` (and the other twins) share every
-#: line of logic (sans-I/O style). Plain tuples: one is built per store call.
-_StoreOp = tuple[str, tuple[Any, ...]]
-_Steps = Generator[_StoreOp, Any, _T]
+def _safe_run_id(run_id: object) -> str | None:
+    try:
+        return normalize_run_id(run_id)
+    except Exception:
+        return None
 
 
 @dataclass(slots=True)
@@ -155,100 +169,14 @@ class _BeforePlan:
     to build, on every call.
     """
 
-    tool: str
+    call: UpcomingCall
     session_key: str
     run_id_raw: object
-    run: str | None
     call_id: str | None
     params: object
-    args_hash: str
-    known_poll: bool
     resolved: ResolvedConfig
     pending: ToolCallRecord | None
     now: float
-
-
-_MISSING: Final = object()
-#: Types whose instances cannot change: a params value of one of these is pinned by its
-#: identity (``type()`` is compared exactly, so subclasses are not trusted).
-_IMMUTABLE_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
-
-
-class _ArgsMemo:
-    """The args hash ``before_call`` computed, kept for the ``after_call`` of that call.
-
-    ``after_call`` hashes the params it is given (SPEC §5.4), and a tool may change its
-    params while it runs. The hash is reused only when the params provably did not
-    change: the very same object, and either an immutable scalar, or a plain ``dict`` with
-    ``str`` keys and immutable scalar values that still holds the very same value objects
-    under the same keys (key order never matters to the hash). Anything else (nested
-    containers, other types) is hashed again. This saves a third of the hashing of a
-    guarded call with large arguments.
-    """
-
-    __slots__ = ("args_hash", "items", "params", "tool")
-
-    def __init__(
-        self,
-        tool: str,
-        params: object,
-        items: tuple[tuple[str, object], ...] | None,
-        args_hash: str,
-    ) -> None:
-        self.tool = tool
-        self.params = params
-        self.items = items
-        self.args_hash = args_hash
-
-    @classmethod
-    def of(cls, tool: str, params: object, args_hash: str) -> _ArgsMemo | None:
-        """A memo for these params, or ``None`` when their content cannot be pinned."""
-        kind = type(params)
-        if kind in _IMMUTABLE_SCALARS:
-            return cls(tool, params, None, args_hash)
-        if kind is not dict:
-            return None
-        assert isinstance(params, dict)
-        try:
-            items = tuple(params.items())
-        except RuntimeError:  # changed by another thread meanwhile
-            return None
-        for key, value in items:
-            if type(key) is not str or type(value) not in _IMMUTABLE_SCALARS:
-                return None
-        return cls(tool, params, items, args_hash)
-
-    def hash_of(self, tool: str, params: object) -> str | None:
-        """The remembered hash when ``params`` are still what was hashed, else ``None``."""
-        if params is not self.params or tool != self.tool:
-            return None
-        items = self.items
-        if items is not None:
-            assert isinstance(params, dict)
-            if len(params) != len(items):
-                return None
-            for key, value in items:
-                if params.get(key, _MISSING) is not value:
-                    return None
-        return self.args_hash
-
-
-class _OnceLog:
-    """Logs a text once per tool name, remembering a bounded number of names."""
-
-    def __init__(self, template: str) -> None:
-        self._template = template
-        self._seen: OrderedDict[str, None] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def log(self, tool: str, exc: BaseException) -> None:
-        with self._lock:
-            if tool in self._seen:
-                return
-            self._seen[tool] = None
-            if len(self._seen) > FAILURE_LOG_MEMORY:
-                self._seen.popitem(last=False)
-        tools_logger.warning(self._template.format(tool=tool, error=_error_text(exc)))
 
 
 class LoopGuard:
@@ -267,19 +195,26 @@ class LoopGuard:
         send_tools: tool names whose every call sends a message (volatile ids ignored).
         normalizers: opt-in outcome normalisers (``{"update_plan"}``).
         enforce: ``False`` is shadow mode: decide, log and emit, but never block.
-        profile: ``"reference"`` (default) or ``"adaptive"``: the reference detectors plus
-            the adaptive ones, which stop short real-world loops early (and in which
+        profile: ``"reference"`` (default), ``"adaptive"`` (the reference detectors plus
+            the adaptive ones, which stop short real-world loops early, and in which
             detection is on unless ``enabled`` is explicitly ``false``: choosing the
-            profile is the opt-in).
+            profile is the opt-in), or a :class:`~loopwatch.profiles.DetectorProfile`.
         adaptive: the adaptive profile's settings (an :class:`AdaptiveConfig` or the
             camelCase ``loopwatch.adaptive`` mapping); default: those of
             ``openclaw_config``'s ``loopwatch.adaptive`` block, else the defaults.
+        detectors: detectors of your own (:class:`~loopwatch.profiles.Detector`), run
+            after the profile's.
+        first_warning: ``"reference"`` (SPEC §5.3: warnings when ``count // 10`` grows, so
+            a warning threshold below 10 first warns at 10) or ``"immediate"`` (the first
+            warning at the threshold itself, then at the same multiples of 10).
+        strict: raise loopwatch's own internal errors instead of allowing the call (for
+            tests); default: the ``LOOPWATCH_STRICT`` environment variable.
 
     Raises:
         ConfigError: a config the schema rejects.
         TypeError: both configs, a config of another type, a ``ResolvedConfig``, or a
             coroutine function as listener.
-        ValueError: an unknown normaliser.
+        ValueError: an unknown normaliser, profile or ``first_warning``.
     """
 
     def __init__(
@@ -293,8 +228,11 @@ class LoopGuard:
         send_tools: Collection[str] = (),
         normalizers: Collection[str] = (),
         enforce: bool = True,
-        profile: Profile | None = None,
+        profile: Profile | DetectorProfile | None = None,
         adaptive: AdaptiveConfig | Mapping[str, Any] | None = None,
+        detectors: Sequence[Detector] = (),
+        first_warning: FirstWarning = "reference",
+        strict: bool | None = None,
     ) -> None:
         if config is not None and openclaw_config is not None:
             raise TypeError("pass either config or openclaw_config, not both")
@@ -322,30 +260,18 @@ class LoopGuard:
             validate_openclaw_config(openclaw_config)
             self._openclaw_config = deepcopy(dict(openclaw_config))
             config_profile = profile_of_openclaw_config(self._openclaw_config)
-        self._resolved = resolve_config(self._block)
+        if first_warning not in FIRST_WARNING_MODES:
+            raise ValueError(
+                f"first_warning must be 'reference' or 'immediate', not {first_warning!r}"
+            )
+        self.first_warning: FirstWarning = first_warning
         self._agent_cache: OrderedDict[str | None, tuple[dict[str, Any] | None, ResolvedConfig]]
         self._agent_cache = OrderedDict()
         self._agent_lock = threading.Lock()
 
-        chosen = profile if profile is not None else config_profile
-        if chosen not in ("reference", "adaptive"):
-            raise ValueError(f"profile must be 'reference' or 'adaptive', not {chosen!r}")
-        self.profile: Profile = chosen
-        if isinstance(adaptive, AdaptiveConfig):
-            adaptive_config = adaptive
-        elif adaptive is not None:
-            adaptive_config = AdaptiveConfig.from_mapping(adaptive)
-        else:
-            settings = (self._openclaw_config or {}).get("loopwatch")
-            block = settings.get("adaptive") if isinstance(settings, Mapping) else None
-            adaptive_config = AdaptiveConfig.from_mapping(block)
-        #: The adaptive settings, or ``None`` in the reference profile.
-        self.adaptive: AdaptiveConfig | None = adaptive_config if chosen == "adaptive" else None
-        self._resolved = self._profile_resolved(self._block, self._resolved)
-
         self._listeners: tuple[Listener, ...] = tuple(listeners)
         for listener in self._listeners:
-            if inspect.iscoroutinefunction(listener) or asyncio.iscoroutinefunction(listener):
+            if inspect.iscoroutinefunction(listener):
                 raise TypeError("listeners must be plain callables, not coroutine functions")
             if not callable(listener):
                 raise TypeError(f"listener {listener!r} is not callable")
@@ -354,17 +280,56 @@ class LoopGuard:
         self.send_tools: frozenset[str] = frozenset(normalize_tool_name(t) for t in send_tools)
         self.normalizers: frozenset[str] = validate_normalizers(normalizers)
         self.enforce: bool = bool(enforce)
+        self.strict: bool = strict_from_env() if strict is None else bool(strict)
 
-        self._detection_failed = _OnceLog(messages.LOG_DETECTION_FAILED)
-        self._outcome_failed = _OnceLog(messages.LOG_OUTCOME_FAILED)
+        chosen = self._detector_profile(profile, config_profile, adaptive)
+        if detectors:
+            chosen = WithDetectors(chosen, detectors)
+        self.detector_profile: DetectorProfile = chosen
+        #: The profile's name (``"reference"``, ``"adaptive"``, or a custom profile's).
+        self.profile: str = chosen.name
+        self._resolved = self._profile_resolved(self._block, resolve_config(self._block))
+
+        self._detection_failed = OnceLog(messages.LOG_DETECTION_FAILED)
+        self._outcome_failed = OnceLog(messages.LOG_OUTCOME_FAILED)
         self._warned_no_session = False
-        self._store_error_logged_at: float | None = None
+        self._store_error_rate = StoreErrorRate()
         self._allow = Decision("allow", NOT_STUCK, False, None, self.enforce)
-        # Per-call work done once: normalised tool names, guard specs, and the args hash
-        # of each call between its before_call and its after_call.
-        self._tool_names: dict[str, str] = {}
+        # Per-call work done once: normalised tool names, guard specs, the args hash of
+        # each call between its before_call and its after_call, and the calls in flight.
+        self._tool_name = ToolNames(_safe_tool_name)
         self._guard_specs: dict[tuple[int, bool], GuardSpec] = {}
-        self._args_memos: dict[tuple[str, str | None], _ArgsMemo] = {}
+        self._args_memos = ArgsMemos()
+        self._in_flight = BoundedMap(CALL_ID_MEMORY)
+        self._finished = BoundedMap(CALL_ID_MEMORY)
+
+    def _detector_profile(
+        self,
+        profile: Profile | DetectorProfile | None,
+        config_profile: Profile,
+        adaptive: AdaptiveConfig | Mapping[str, Any] | None,
+    ) -> DetectorProfile:
+        """The detector profile: an explicit one, else the config's (SPEC §9.3)."""
+        if isinstance(profile, DetectorProfile):
+            return profile
+        chosen = profile if profile is not None else config_profile
+        if chosen not in PROFILES:
+            raise ValueError(f"profile must be 'reference' or 'adaptive', not {chosen!r}")
+        if chosen != "adaptive":
+            return PROFILES[chosen]()
+        from loopwatch.adaptive import AdaptiveConfig
+
+        if isinstance(adaptive, AdaptiveConfig):
+            settings = adaptive
+        elif adaptive is not None:
+            settings = AdaptiveConfig.from_mapping(adaptive)
+        else:
+            block = (self._openclaw_config or {}).get("loopwatch")
+            found = block.get("adaptive") if isinstance(block, Mapping) else None
+            settings = AdaptiveConfig.from_mapping(found)
+        return PROFILES[chosen](
+            config=settings, send_tools=self.send_tools, normalizers=self.normalizers
+        )
 
     # --- configuration ---------------------------------------------------------------
 
@@ -372,6 +337,15 @@ class LoopGuard:
     def store(self) -> Store:
         """The store holding this guard's sessions."""
         return self._store
+
+    @property
+    def adaptive(self) -> AdaptiveConfig | None:
+        """The adaptive settings, or ``None`` when the profile is not adaptive."""
+        profile = self.detector_profile
+        if isinstance(profile, WithDetectors):
+            profile = profile.base
+        config = getattr(profile, "config", None)
+        return config if self.profile == "adaptive" else None
 
     def block_for(self, agent_id: object = None) -> tuple[dict[str, Any] | None, ResolvedConfig]:
         """The merged block of a call and its resolved config (SPEC §5.1)."""
@@ -399,8 +373,8 @@ class LoopGuard:
     def _profile_resolved(
         self, block: Mapping[str, Any] | None, resolved: ResolvedConfig
     ) -> ResolvedConfig:
-        """The adaptive profile is its own opt-in: detection runs unless ``enabled: false``."""
-        if self.adaptive is None or resolved.enabled:
+        """A profile that is its own opt-in runs detection unless ``enabled: false``."""
+        if not self.detector_profile.detection_by_default or resolved.enabled:
             return resolved
         if block is not None and block.get("enabled") is False:
             return resolved
@@ -411,111 +385,39 @@ class LoopGuard:
     def _now(self) -> float:
         return float(self._clock())
 
-    def _tool_name(self, tool_name: object) -> str:
-        """The normalised tool name (SPEC §5.1), remembered for plain ``str`` names."""
-        if type(tool_name) is not str:
-            return _safe_tool_name(tool_name)
-        names = self._tool_names
-        name = names.get(tool_name)
-        if name is None:
-            name = _safe_tool_name(tool_name)
-            if len(names) >= _TOOL_NAME_CACHE_SIZE:
-                names.clear()
-            names[tool_name] = name
-        return name
-
-    def _remember_args(
-        self, session_key: str, call_id: object, tool: str, params: object, args_hash: str
-    ) -> None:
-        """Keep ``before_call``'s args hash for the ``after_call`` of the same call."""
-        if call_id is not None and type(call_id) is not str:
-            return  # the memo is keyed by the id as given (see _take_args_memo)
-        memo = _ArgsMemo.of(tool, params, args_hash)
-        if memo is None:
-            return
-        memos = self._args_memos
-        memos[session_key, call_id] = memo
-        if len(memos) > ARGS_MEMO_SIZE:  # calls whose after_call never came: drop the oldest
-            with contextlib.suppress(RuntimeError, KeyError, StopIteration):  # a race: skip
-                del memos[next(iter(memos))]
-
-    def _take_args_memo(self, session_key: str, call_id: object) -> _ArgsMemo | None:
-        """The memo of the call's ``before_call``, if any (:meth:`_ArgsMemo.hash_of` says
-        whether its hash still holds). Keyed by the id as given, ``None`` or a plain
-        ``str``: normalising any other id may fail, and must fail where it always did."""
-        if call_id is not None and type(call_id) is not str:
-            return None
-        return self._args_memos.pop((session_key, call_id), None)
-
     def _emit(self, event: LoopEvent) -> None:
         for listener in self._listeners:
             try:
                 listener(event)
             except Exception as exc:
                 events_logger.warning(
-                    messages.LOG_LISTENER_FAILED.format(type=event.type, error=_error_text(exc))
+                    messages.LOG_LISTENER_FAILED.format(type=event.type, error=error_text(exc))
                 )
 
-    def _accepts(self, session_key: object) -> bool:
-        """False for "no session" (SPEC §5.1), logged once per guard."""
-        if _valid_session_key(session_key):
-            return True
-        if not self._warned_no_session:
+    def _accepts(self, session_key: object) -> str | None:
+        """The session key, or ``None`` for "no session" (SPEC §5.1), logged once."""
+        key = _session_key(session_key)
+        if key is None and not self._warned_no_session:
             self._warned_no_session = True
             tools_logger.warning(messages.LOG_NO_SESSION_KEY)
-        return False
+        return key
 
-    def _drive(self, session_key: str, steps: _Steps[_T]) -> _T:
-        """Run an operation's store steps synchronously, atomically for the session."""
-        store = self._store
-        with store.session_lock(session_key):
-            try:
-                name, args = next(steps)
-                while True:
-                    name, args = steps.send(getattr(store, name)(*args))
-            except StopIteration as done:
-                result: _T = done.value
-                return result
-
-    async def _adrive(self, session_key: str, steps: _Steps[_T]) -> _T:
-        """The async twin of :meth:`_drive`; in-process stores run synchronously."""
-        store = self._store
-        if not store.native_async:
-            return self._drive(session_key, steps)
-        try:
-            name, args = next(steps)
-            while True:
-                name, args = steps.send(await getattr(store, "a" + name)(*args))
-        except StopIteration as done:
-            result: _T = done.value
-            return result
-
-    def _drive_one(self, session_key: str, op: _StoreOp) -> Any:
-        """Perform an operation that is a single store call."""
-        store = self._store
-        name, args = op
-        with store.session_lock(session_key):
-            return getattr(store, name)(*args)
-
-    async def _adrive_one(self, session_key: str, op: _StoreOp) -> Any:
-        """The async twin of :meth:`_drive_one`."""
-        store = self._store
-        if not store.native_async:
-            return self._drive_one(session_key, op)
-        name, args = op
-        return await getattr(store, "a" + name)(*args)
+    def _internal_error(self, log: OnceLog, tool: str, exc: Exception) -> None:
+        """The failure policy for everything but the store: log once per tool, or raise
+        in strict mode when it is loopwatch's own bug (not a value of the host's)."""
+        if self.strict and not isinstance(exc, UnhashableValueError):
+            raise exc
+        log.log(tool, exc)
 
     def _store_failed(self, session_key: str, tool: str, operation: str, exc: StoreError) -> None:
         """Report a store failure: an event every time, a log line at a bounded rate."""
         fail_open = self._store.fail_open
-        now = self._now()
-        last = self._store_error_logged_at
-        if last is None or now - last >= STORE_ERROR_LOG_INTERVAL_S or now < last:
-            self._store_error_logged_at = now
+        text = error_text(exc)
+        if self._store_error_rate.due(self._now()):
             store_logger.warning(
                 messages.LOG_STORE_ERROR.format(
                     operation=operation,
-                    error=_error_text(exc),
+                    error=text,
                     policy="fail-open" if fail_open else "fail-closed",
                 )
             )
@@ -523,7 +425,7 @@ class LoopGuard:
             StoreErrorEvent(
                 session_key=session_key,
                 operation=operation,
-                error=_error_text(exc),
+                error=text,
                 fail_open=fail_open,
                 tool_name=tool,
             )
@@ -540,6 +442,10 @@ class LoopGuard:
         )
         return Decision("block", verdict, True, blocked_result(message), True)
 
+    def _before_failed(self, tool: str, exc: Exception) -> Decision:
+        self._internal_error(self._detection_failed, tool, exc)
+        return self._allow
+
     # --- before_call -----------------------------------------------------------------
 
     def _plan_before(
@@ -554,83 +460,31 @@ class LoopGuard:
         block, resolved = self.block_for(agent_id)
         run = normalize_run_id(run_id)
         call_id = normalize_tool_call_id(tool_call_id)
-        args_hash = hash_tool_call(tool, params, normalizers=self.normalizers)
-        self._remember_args(session_key, tool_call_id, tool, params, args_hash)
+        try:
+            args_hash = hash_tool_call(tool, params, normalizers=self.normalizers)
+            known_poll = is_known_poll(tool, params)
+        except Exception as exc:
+            raise UnhashableValueError(error_text(exc)) from exc
+        self._args_memos.remember(session_key, tool_call_id, tool, params, args_hash)
         now = self._now()
-        records = block is None or block.get("enabled") is not False
-        known_poll = is_known_poll(tool, params)
-        facts = None
-        if self.adaptive is not None:
-            thinking = tool in self.adaptive.all_thinking_tools
-            facts = encode_facts(
-                AdaptiveRecord(tool, args_hash, thinking=thinking, polling=known_poll)
-            )
+        call = UpcomingCall(tool, args_hash, run, known_poll)
         pending = None
-        if records:  # positional: the fields in order, a quarter cheaper than keywords
+        if block is None or block.get("enabled") is not False:
+            # Positional: the fields in order, a quarter cheaper than keywords.
             pending = ToolCallRecord(
-                tool, args_hash, call_id, run, None, None, int(now * 1000), facts
+                tool,
+                args_hash,
+                call_id,
+                run,
+                None,
+                None,
+                int(now * 1000),
+                self.detector_profile.call_facts(call),
             )
-        return _BeforePlan(
-            tool=tool,
-            session_key=session_key,
-            run_id_raw=run_id,
-            run=run,
-            call_id=call_id,
-            params=params,
-            args_hash=args_hash,
-            known_poll=known_poll,
-            resolved=resolved,
-            pending=pending,
-            now=now,
-        )
+        return _BeforePlan(call, session_key, run_id, call_id, params, resolved, pending, now)
 
-    def _detect(self, plan: _BeforePlan, scoped: Sequence[ToolCallRecord]) -> LoopVerdict:
-        verdict = evaluate(scoped, plan.tool, plan.args_hash, plan.known_poll, plan.resolved)
-        log_verdict(verdict, plan.tool)
-        if self.adaptive is None or verdict.level == "critical" or not plan.resolved.enabled:
-            return verdict
-        adaptive = self._detect_adaptive(plan, scoped, self.adaptive)
-        if adaptive is None or (verdict.stuck and adaptive.level != "critical"):
-            return verdict  # the more severe wins; on a tie the reference verdict stands
-        return adaptive
-
-    @staticmethod
-    def _detect_adaptive(
-        plan: _BeforePlan, scoped: Sequence[ToolCallRecord], config: AdaptiveConfig
-    ) -> LoopVerdict | None:
-        # The adaptive detectors read only the newest ``window`` records: convert those, and
-        # turn the verdict's indices back into indices into the whole run.
-        source = scoped.fields() if isinstance(scoped, RunHistory) else scoped
-        start = max(0, len(source) - config.window)
-        records = [
-            record_from_history(r.tool_name, r.args_hash, r.result_hash, r.adaptive_facts, config)
-            for r in source[start:]
-        ]
-        found = evaluate_adaptive(records, plan.tool, plan.args_hash, config)
-        if found is None:
-            return None
-        template = (
-            messages.LOG_ADAPTIVE_CRITICAL
-            if found.level == "critical"
-            else messages.LOG_ADAPTIVE_WARNING
-        )
-        detection_logger.log(
-            logging.ERROR if found.level == "critical" else logging.WARNING,
-            template.format(detector=found.detector, tool=plan.tool, count=found.count),
-        )
-        return LoopVerdict(
-            stuck=True,
-            level=found.level,
-            detector=found.detector,
-            count=found.count,
-            message=found.message,
-            warning_key=found.warning_key,
-            indices=tuple(start + index for index in found.indices),
-        )
-
-    @staticmethod
-    def _bucket_key(plan: _BeforePlan, verdict: LoopVerdict) -> str:
-        base = verdict.warning_key or f"{verdict.detector}:{plan.tool}"
+    def _bucket_key(self, plan: _BeforePlan, verdict: LoopVerdict) -> str:
+        base = verdict.warning_key or f"{verdict.detector}:{plan.call.tool_name}"
         raw = plan.run_id_raw
         return f"{raw}:{base}" if isinstance(raw, str) and raw else base
 
@@ -642,10 +496,11 @@ class LoopGuard:
             if verdict.paired_tool_name is not None
             else ""
         )
+        tool = plan.call.tool_name
         diagnostics_logger.debug(
             messages.LOG_DIAGNOSTIC.format(
                 session_key=plan.session_key,
-                tool=plan.tool,
+                tool=tool,
                 level=level,
                 action=action,
                 detector=verdict.detector,
@@ -657,7 +512,7 @@ class LoopGuard:
         self._emit(
             ToolLoopEvent(
                 session_key=plan.session_key,
-                tool_name=plan.tool,
+                tool_name=tool,
                 level=level,
                 action=action,
                 detector=verdict.detector,
@@ -668,59 +523,70 @@ class LoopGuard:
             )
         )
 
+    def _blocked(self, plan: _BeforePlan, verdict: LoopVerdict, message: str) -> Decision:
+        raw_run = plan.run_id_raw
+        self._emit(
+            ToolExecutionBlockedEvent(
+                session_key=plan.session_key,
+                tool_name=plan.call.tool_name,
+                params_summary=params_summary(plan.params),
+                reason=message,
+                run_id=raw_run if isinstance(raw_run, str) and raw_run else None,
+                tool_call_id=plan.call_id or None,
+            )
+        )
+        return Decision("block", verdict, True, blocked_result(message), True)
+
     def _conclude(self, plan: _BeforePlan, verdict: LoopVerdict, emitted: bool) -> Decision:
+        tool = plan.call.tool_name
         if verdict.level == "critical":
             message = verdict.message or ""
-            tools_logger.error(messages.LOG_BLOCKING.format(tool=plan.tool, message=message))
+            tools_logger.error(messages.LOG_BLOCKING.format(tool=tool, message=message))
             self._announce(plan, verdict, "block")
             if not self.enforce:
                 return Decision("block", verdict, True, None, False)
-            raw_run = plan.run_id_raw
-            self._emit(
-                ToolExecutionBlockedEvent(
-                    session_key=plan.session_key,
-                    tool_name=plan.tool,
-                    params_summary=params_summary(plan.params),
-                    reason=message,
-                    run_id=raw_run if isinstance(raw_run, str) and raw_run else None,
-                    tool_call_id=plan.call_id or None,
-                )
-            )
-            return Decision("block", verdict, True, blocked_result(message), True)
+            return self._blocked(plan, verdict, message)
         if verdict.stuck:
             if emitted:
                 tools_logger.warning(
-                    messages.LOG_LOOP_WARNING.format(tool=plan.tool, message=verdict.message)
+                    messages.LOG_LOOP_WARNING.format(tool=tool, message=verdict.message)
                 )
                 self._announce(plan, verdict, "warn")
             return Decision("warn", verdict, emitted, None, self.enforce)
         return self._allow
 
-    def _before_failed(self, tool: str, exc: BaseException) -> Decision:
-        self._detection_failed.log(tool, exc)
-        return self._allow
+    def _warn_step(self, plan: _BeforePlan, verdict: LoopVerdict) -> UpdateBucket:
+        bucket = self.detector_profile.warning_bucket(verdict, self.first_warning)
+        return UpdateBucket(plan.session_key, self._bucket_key(plan, verdict), bucket, plan.now)
 
-    def _before_steps(self, plan: _BeforePlan) -> _Steps[tuple[LoopVerdict, bool]]:
+    def _before_steps(self, plan: _BeforePlan) -> Steps[tuple[LoopVerdict, bool]]:
         """Detection between the store reads and writes it needs (one atomic step)."""
-        now = plan.now
-        key = plan.session_key
-        scoped = yield (
-            "begin_call",
-            (key, plan.run, plan.pending, plan.resolved.history_size, now),
+        scoped = yield BeginCall(
+            plan.session_key, plan.call.run_id, plan.pending, plan.resolved.history_size, plan.now
         )
-        verdict = self._detect(plan, scoped)
+        verdict = self.detector_profile.detect(scoped, plan.call, plan.resolved)
         emitted = False
         if verdict.level == "critical":
             if self.enforce and plan.pending is not None:
                 # Blocked calls are not recorded (the reference's sticky block).
-                yield ("cancel_call", (key, plan.pending, now))
+                yield CancelCall(plan.session_key, plan.pending, plan.now)
         elif verdict.stuck:
-            bucket_key = self._bucket_key(plan, verdict)
-            # Adaptive warnings are emitted at once, then once per loop (its warning key).
-            adaptive = verdict.detector in ADAPTIVE_DETECTORS
-            bucket = 1 if adaptive else verdict.count // 10
-            emitted = yield ("update_warning_bucket", (key, bucket_key, bucket, now))
+            emitted = yield self._warn_step(plan, verdict)
         return verdict, emitted
+
+    def _seen_before(self, session_key: str, tool_call_id: object) -> Decision | None:
+        """The decision of a call already in flight under this id (counted once)."""
+        if type(tool_call_id) is not str or not tool_call_id:
+            return None
+        found = self._in_flight.get((session_key, tool_call_id))
+        return found if isinstance(found, Decision) else None
+
+    def _start(self, session_key: str, tool_call_id: object, decision: Decision) -> Decision:
+        if type(tool_call_id) is str and tool_call_id:
+            key = (session_key, tool_call_id)
+            self._finished.pop(key, None)
+            self._in_flight.put(key, decision)
+        return decision
 
     def before_call(
         self,
@@ -734,20 +600,26 @@ class LoopGuard:
     ) -> Decision:
         """Decide on a call before the tool runs (SPEC §5.2); never raises.
 
+        A second ``before_call`` with the tool-call id of a call still in flight (seen by
+        two layers of the host) returns the first decision and records nothing.
+
         Returns:
             A :class:`Decision`. When ``decision.tool_result`` is set, do not run the tool:
             give that result to the model and pass it to :meth:`after_call`.
         """
         tool = self._tool_name(tool_name)
-        if not self._accepts(session_key):
+        key = self._accepts(session_key)
+        if key is None:
             return self._allow
-        assert isinstance(session_key, str)
         try:
-            plan = self._plan_before(tool, params, session_key, run_id, tool_call_id, agent_id)
-            verdict, emitted = self._drive(session_key, self._before_steps(plan))
-            return self._conclude(plan, verdict, emitted)
+            seen = self._seen_before(key, tool_call_id)
+            if seen is not None:
+                return seen
+            plan = self._plan_before(tool, params, key, run_id, tool_call_id, agent_id)
+            verdict, emitted = drive(self._store, key, self._before_steps(plan))
+            return self._start(key, tool_call_id, self._conclude(plan, verdict, emitted))
         except StoreError as exc:
-            return self._before_store_failed(session_key, tool, exc)
+            return self._before_store_failed(key, tool, exc)
         except Exception as exc:
             return self._before_failed(tool, exc)
 
@@ -763,19 +635,183 @@ class LoopGuard:
     ) -> Decision:
         """Async twin of :meth:`before_call`."""
         tool = self._tool_name(tool_name)
-        if not self._accepts(session_key):
+        key = self._accepts(session_key)
+        if key is None:
             return self._allow
-        assert isinstance(session_key, str)
         try:
-            plan = self._plan_before(tool, params, session_key, run_id, tool_call_id, agent_id)
-            verdict, emitted = await self._adrive(session_key, self._before_steps(plan))
-            return self._conclude(plan, verdict, emitted)
+            seen = self._seen_before(key, tool_call_id)
+            if seen is not None:
+                return seen
+            plan = self._plan_before(tool, params, key, run_id, tool_call_id, agent_id)
+            verdict, emitted = await adrive(self._store, key, self._before_steps(plan))
+            return self._start(key, tool_call_id, self._conclude(plan, verdict, emitted))
         except StoreError as exc:
-            return self._before_store_failed(session_key, tool, exc)
+            return self._before_store_failed(key, tool, exc)
         except Exception as exc:
             return self._before_failed(tool, exc)
 
+    # --- batches -----------------------------------------------------------------------
+
+    def _batch_steps(self, plans: list[_BeforePlan]) -> Steps[list[tuple[LoopVerdict, bool]]]:
+        """Decide a batch against the history as it would be after its calls.
+
+        Each call is judged against the run's records plus the batch's earlier calls,
+        projected with the latest outcome already known for the same call signature (an
+        identical call repeats its outcome until it shows otherwise). A critical anywhere
+        blocks the whole batch before anything is recorded; otherwise every call is
+        recorded, in order, as ``before_call`` would have.
+        """
+        first = plans[0]
+        scoped = yield BeginCall(
+            first.session_key, first.call.run_id, None, first.resolved.history_size, first.now
+        )
+        source = scoped.fields() if isinstance(scoped, RunHistory) else scoped
+        projected: list[Any] = list(source)
+        verdicts: list[LoopVerdict] = []
+        for plan in plans:
+            verdict = self.detector_profile.detect(projected, plan.call, plan.resolved)
+            verdicts.append(verdict)
+            if verdict.level == "critical" and self.enforce:
+                # The whole batch is refused before anything runs or is recorded.
+                return [(v, False) for v in verdicts]
+            projected.append(_projected(projected, plan))
+        results: list[tuple[LoopVerdict, bool]] = []
+        for plan, verdict in zip(plans, verdicts, strict=True):
+            yield BeginCall(
+                plan.session_key,
+                plan.call.run_id,
+                plan.pending,
+                plan.resolved.history_size,
+                plan.now,
+            )
+            emitted = False
+            if verdict.stuck and verdict.level != "critical":
+                emitted = yield self._warn_step(plan, verdict)
+            results.append((verdict, emitted))
+        return results
+
+    def _conclude_batch(
+        self, plans: list[_BeforePlan], found: list[tuple[LoopVerdict, bool]], ids: list[object]
+    ) -> list[Decision]:
+        key = plans[0].session_key
+        critical = next((v for v, _ in found if v.level == "critical"), None)
+        if critical is None or not self.enforce:
+            return [
+                self._start(key, call_id, self._conclude(plan, verdict, emitted))
+                for call_id, plan, (verdict, emitted) in zip(ids, plans, found, strict=True)
+            ]
+        sibling = replace(critical, message=messages.BATCH_SIBLING_BLOCKED)
+        decisions = []
+        for index, plan in enumerate(plans):
+            if index == len(found) - 1:  # the call whose verdict is the critical one
+                decision = self._conclude(plan, critical, True)
+            else:
+                decision = self._blocked(plan, sibling, messages.BATCH_SIBLING_BLOCKED)
+            decisions.append(self._start(key, ids[index], decision))
+        return decisions
+
+    def _batch_plans(
+        self, calls: Sequence[BatchCall], key: str, run_id: object, agent_id: object
+    ) -> list[_BeforePlan]:
+        return [
+            self._plan_before(self._tool_name(tool), params, key, run_id, call_id, agent_id)
+            for tool, params, call_id in calls
+        ]
+
+    def before_batch(
+        self,
+        calls: Sequence[BatchCall],
+        *,
+        session_key: object,
+        run_id: object = None,
+        agent_id: object = None,
+    ) -> list[Decision]:
+        """Decide a whole assistant turn of tool calls at once; never raises.
+
+        ``calls`` are ``(tool_name, params, tool_call_id)`` tuples in the model's order.
+        Identical calls in one batch count as the repeats they are, and one critical blocks
+        the batch (as OpenClaw 2026.8 admits a batch atomically): every call then gets a
+        ``tool_result``, the critical one its verdict's message, its siblings a note that
+        they were not run. A batch of one is exactly :meth:`before_call`.
+
+        Returns:
+            One :class:`Decision` per call, in order.
+        """
+        if len(calls) == 1:
+            tool, params, call_id = calls[0]
+            return [
+                self.before_call(
+                    tool,
+                    params,
+                    session_key=session_key,
+                    run_id=run_id,
+                    tool_call_id=call_id,
+                    agent_id=agent_id,
+                )
+            ]
+        key = self._accepts(session_key)
+        if key is None or not calls:
+            return [self._allow] * len(calls)
+        try:
+            plans = self._batch_plans(calls, key, run_id, agent_id)
+            found = drive(self._store, key, self._batch_steps(plans))
+            return self._conclude_batch(plans, found, [c[2] for c in calls])
+        except StoreError as exc:
+            decision = self._before_store_failed(key, "tool", exc)
+            return [decision] * len(calls)
+        except Exception as exc:
+            decision = self._before_failed("tool", exc)
+            return [decision] * len(calls)
+
+    async def abefore_batch(
+        self,
+        calls: Sequence[BatchCall],
+        *,
+        session_key: object,
+        run_id: object = None,
+        agent_id: object = None,
+    ) -> list[Decision]:
+        """Async twin of :meth:`before_batch`."""
+        if len(calls) == 1:
+            tool, params, call_id = calls[0]
+            return [
+                await self.abefore_call(
+                    tool,
+                    params,
+                    session_key=session_key,
+                    run_id=run_id,
+                    tool_call_id=call_id,
+                    agent_id=agent_id,
+                )
+            ]
+        key = self._accepts(session_key)
+        if key is None or not calls:
+            return [self._allow] * len(calls)
+        try:
+            plans = self._batch_plans(calls, key, run_id, agent_id)
+            found = await adrive(self._store, key, self._batch_steps(plans))
+            return self._conclude_batch(plans, found, [c[2] for c in calls])
+        except StoreError as exc:
+            decision = self._before_store_failed(key, "tool", exc)
+            return [decision] * len(calls)
+        except Exception as exc:
+            decision = self._before_failed("tool", exc)
+            return [decision] * len(calls)
+
     # --- after_call ------------------------------------------------------------------
+
+    def _finished_before(self, session_key: str, tool_call_id: object) -> bool:
+        """Whether this call's outcome was recorded already (a second layer reporting it)."""
+        if type(tool_call_id) is not str or not tool_call_id:
+            return False
+        key = (session_key, tool_call_id)
+        if self._in_flight.pop(key, None) is not None:
+            self._finished.put(key, True)
+            return False
+        if key in self._finished:
+            return True
+        self._finished.put(key, True)
+        return False
 
     def _plan_after(
         self,
@@ -787,51 +823,43 @@ class LoopGuard:
         result: object,
         error: object,
         agent_id: object,
-    ) -> _StoreOp | None:
+    ) -> RecordOutcome | None:
         """Hash the outcome outside any lock; ``None`` when there is nothing to record."""
         _block, resolved = self.block_for(agent_id)
         # Taken first, so that a vetoed or failed outcome does not leave it behind.
-        memo = self._take_args_memo(session_key, tool_call_id)
-        outcome = hash_tool_outcome(
-            tool,
-            params,
-            result=result,
-            error=error,
-            send_tools=self.send_tools,
-            normalizers=self.normalizers,
-        )
-        if outcome.result_hash is None:
-            return None  # no result, or the loop veto: nothing changes
-        facts = None
-        if self.adaptive is not None:
-            # The only point that sees the raw outcome: keep what adaptive detection needs.
-            facts = encode_facts(
-                build_adaptive_record(
-                    tool,
-                    params,
-                    result=result,
-                    error=error,
-                    config=self.adaptive,
-                    send_tools=self.send_tools,
-                    normalizers=self.normalizers,
-                )
+        memo = self._args_memos.take(session_key, tool_call_id)
+        try:
+            outcome = hash_tool_outcome(
+                tool,
+                params,
+                result=result,
+                error=error,
+                send_tools=self.send_tools,
+                normalizers=self.normalizers,
             )
+            if outcome.result_hash is None:
+                return None  # no result, or the loop veto: nothing changes
+            args_hash = memo.hash_of(tool, params) if memo is not None else None
+            if args_hash is None:
+                args_hash = hash_tool_call(tool, params, normalizers=self.normalizers)
+            known_poll = is_known_poll(tool, params)
+        except Exception as exc:
+            raise UnhashableValueError(error_text(exc)) from exc
+        run = normalize_run_id(run_id)
+        call = UpcomingCall(tool, args_hash, run, known_poll)
+        facts = self.detector_profile.outcome_facts(call, params, outcome, result, error)
         now = self._now()
-        args_hash = memo.hash_of(tool, params) if memo is not None else None
-        if args_hash is None:
-            args_hash = hash_tool_call(tool, params, normalizers=self.normalizers)
         write = OutcomeWrite(
             tool_name=tool,
             args_hash=args_hash,
             tool_call_id=normalize_tool_call_id(tool_call_id),
-            run_id=normalize_run_id(run_id),
+            run_id=run,
             outcome=outcome,
             history_size=resolved.history_size,
             timestamp=int(now * 1000),
             adaptive_facts=facts,
         )
-        spec = self._guard_spec(resolved)
-        return ("record_outcome", (session_key, write, spec, now))
+        return RecordOutcome(session_key, write, self._guard_spec(resolved), now)
 
     def _finish_after(
         self,
@@ -871,7 +899,8 @@ class LoopGuard:
         """Record a call's outcome after it ran, failed or was blocked (SPEC §5.4).
 
         ``error`` left as ``UNDEFINED`` means the call did not fail; ``error=None`` is a
-        real error. A blocked call passes ``decision.tool_result`` as ``result``.
+        real error. A blocked call passes ``decision.tool_result`` as ``result``. A second
+        report of the same tool-call id records nothing.
 
         Returns:
             The record now in the history, or ``None`` when nothing was recorded.
@@ -880,21 +909,21 @@ class LoopGuard:
             PostCompactionLoopPersistedError: the loop survived a compaction; end the run.
         """
         tool = self._tool_name(tool_name)
-        if not self._accepts(session_key):
+        key = self._accepts(session_key)
+        if key is None:
             return None
-        assert isinstance(session_key, str)
         try:
-            op = self._plan_after(
-                tool, params, session_key, run_id, tool_call_id, result, error, agent_id
-            )
-            written = None if op is None else self._drive_one(session_key, op)
+            if self._finished_before(key, tool_call_id):
+                return None
+            op = self._plan_after(tool, params, key, run_id, tool_call_id, result, error, agent_id)
+            written = None if op is None else drive_one(self._store, key, op)
         except StoreError as exc:
-            self._store_failed(session_key, tool, "after_call", exc)
+            self._store_failed(key, tool, "after_call", exc)
             return None
         except Exception as exc:
-            self._outcome_failed.log(tool, exc)
+            self._internal_error(self._outcome_failed, tool, exc)
             return None
-        return self._finish_after(session_key, written)
+        return self._finish_after(key, written)
 
     async def aafter_call(
         self,
@@ -910,27 +939,68 @@ class LoopGuard:
     ) -> ToolCallRecord | None:
         """Async twin of :meth:`after_call`."""
         tool = self._tool_name(tool_name)
-        if not self._accepts(session_key):
+        key = self._accepts(session_key)
+        if key is None:
             return None
-        assert isinstance(session_key, str)
         try:
-            op = self._plan_after(
-                tool, params, session_key, run_id, tool_call_id, result, error, agent_id
-            )
-            written = None if op is None else await self._adrive_one(session_key, op)
+            if self._finished_before(key, tool_call_id):
+                return None
+            op = self._plan_after(tool, params, key, run_id, tool_call_id, result, error, agent_id)
+            written = None if op is None else await adrive_one(self._store, key, op)
         except StoreError as exc:
-            self._store_failed(session_key, tool, "after_call", exc)
+            self._store_failed(key, tool, "after_call", exc)
             return None
         except Exception as exc:
-            self._outcome_failed.log(tool, exc)
+            self._internal_error(self._outcome_failed, tool, exc)
             return None
-        return self._finish_after(session_key, written)
+        return self._finish_after(key, written)
+
+    # --- critical strikes (the recovery policy of adapters and hooks) --------------------
+
+    def _strike_op(self, key: str, run_id: object) -> UpdateBucket:
+        run = _safe_run_id(run_id)
+        return UpdateBucket(key, f"{run}:{_STRIKE_KEY}", 1, self._now())
+
+    def critical_strike(self, *, session_key: object, run_id: object = None) -> int:
+        """Count one critical block of a run; returns 1 for its first, 2 for any later.
+
+        The count lives in the store (a warning-bucket key per run), so processes that
+        share a store (hooks) share it. On a store failure it answers 1: a broken store
+        never ends a run by accident.
+        """
+        key = self._accepts(session_key)
+        if key is None:
+            return 1
+        try:
+            first = drive_one(self._store, key, self._strike_op(key, run_id))
+        except Exception as exc:
+            self._strike_failed(key, exc)
+            return 1
+        return 1 if first else 2
+
+    async def acritical_strike(self, *, session_key: object, run_id: object = None) -> int:
+        """Async twin of :meth:`critical_strike`."""
+        key = self._accepts(session_key)
+        if key is None:
+            return 1
+        try:
+            first = await adrive_one(self._store, key, self._strike_op(key, run_id))
+        except Exception as exc:
+            self._strike_failed(key, exc)
+            return 1
+        return 1 if first else 2
+
+    def _strike_failed(self, session_key: str, exc: Exception) -> None:
+        if isinstance(exc, StoreError):
+            self._store_failed(session_key, "", "critical_strike", exc)
+        else:
+            self._internal_error(self._detection_failed, "", exc)
 
     # --- compaction ------------------------------------------------------------------
 
-    def _arm_op(self, session_key: str, run: str | None, agent_id: object) -> _StoreOp:
+    def _arm_op(self, session_key: str, run: str | None, agent_id: object) -> ArmGuard:
         _block, resolved = self.block_for(agent_id)
-        return ("arm_guard", (session_key, run, self._guard_spec(resolved), self._now()))
+        return ArmGuard(session_key, run, self._guard_spec(resolved), self._now())
 
     def _armed(self, session_key: str, run: str | None, actual: GuardSpec | None) -> None:
         if actual is None:
@@ -949,103 +1019,132 @@ class LoopGuard:
     def _arm_failed(self, session_key: str, exc: Exception) -> None:
         if isinstance(exc, StoreError):
             self._store_failed(session_key, "", "compaction_retry", exc)
+        elif self.strict:
+            raise exc
         else:
-            tools_logger.warning(
-                messages.LOG_COMPACTION_RETRY_FAILED.format(error=_error_text(exc))
-            )
+            tools_logger.warning(messages.LOG_COMPACTION_RETRY_FAILED.format(error=error_text(exc)))
 
     def compaction_retry(
         self, *, session_key: object, run_id: object = None, agent_id: object = None
     ) -> None:
         """Arm the run's post-compaction guard: call it on every retry after a compaction."""
-        if not self._accepts(session_key):
+        key = self._accepts(session_key)
+        if key is None:
             return
-        assert isinstance(session_key, str)
-        run = normalize_run_id(run_id)
+        run = _safe_run_id(run_id)
         actual: GuardSpec | None = None
         try:
-            actual = self._drive_one(session_key, self._arm_op(session_key, run, agent_id))
+            actual = drive_one(self._store, key, self._arm_op(key, run, agent_id))
         except Exception as exc:
-            self._arm_failed(session_key, exc)
-        self._armed(session_key, run, actual)
+            self._arm_failed(key, exc)
+        self._armed(key, run, actual)
 
     async def acompaction_retry(
         self, *, session_key: object, run_id: object = None, agent_id: object = None
     ) -> None:
         """Async twin of :meth:`compaction_retry`."""
-        if not self._accepts(session_key):
+        key = self._accepts(session_key)
+        if key is None:
             return
-        assert isinstance(session_key, str)
-        run = normalize_run_id(run_id)
+        run = _safe_run_id(run_id)
         actual: GuardSpec | None = None
         try:
-            actual = await self._adrive_one(session_key, self._arm_op(session_key, run, agent_id))
+            actual = await adrive_one(self._store, key, self._arm_op(key, run, agent_id))
         except Exception as exc:
-            self._arm_failed(session_key, exc)
-        self._armed(session_key, run, actual)
+            self._arm_failed(key, exc)
+        self._armed(key, run, actual)
 
     # --- adapters for hand-written agent loops (issue 03) -------------------------------
 
-    #: ``@guard.tool(session_key=...)``: guard every call of a tool function (sync or
-    #: async); see :func:`loopwatch.adapter.tool`.
-    tool = adapter.tool
-    #: ``with guard.call(name, args, session_key=...) as c: ...``: guard one call
-    #: explicitly; see :func:`loopwatch.adapter.call`.
-    call = adapter.call
+    def tool(self, *args: Any, **kwargs: Any) -> Any:
+        """``@guard.tool(session_key=...)``: guard every call of a tool function (sync or
+        async); see :func:`loopwatch.adapter.tool`."""
+        from loopwatch import adapter
+
+        return adapter.tool(self, *args, **kwargs)
+
+    def call(self, *args: Any, **kwargs: Any) -> Any:
+        """``with guard.call(name, args, session_key=...) as c: ...``: guard one call
+        explicitly; see :func:`loopwatch.adapter.call`."""
+        from loopwatch import adapter
+
+        return adapter.call(self, *args, **kwargs)
 
     # --- accessors (SPEC §9.4): never touch or create a session -------------------------
 
     def history(self, *, session_key: object) -> tuple[ToolCallRecord, ...]:
         """A copy of the session's history, all runs, oldest first."""
-        if not _valid_session_key(session_key):
+        key = _session_key(session_key)
+        if key is None:
             return ()
-        assert isinstance(session_key, str)
-        return self._store.history(session_key, self._now())
+        return self._store.history(key, self._now())
 
     def guard_snapshot(
         self, *, session_key: object, run_id: object = None, agent_id: object = None
     ) -> GuardSnapshot:
         """The run's guard state; unarmed with 0 attempts when it has no guard yet."""
-        if not _valid_session_key(session_key):
+        key = _session_key(session_key)
+        if key is None:
             return GuardSnapshot(armed=False, remaining_attempts=0)
-        assert isinstance(session_key, str)
-        return self._store.guard_snapshot(session_key, normalize_run_id(run_id), self._now())
+        return self._store.guard_snapshot(key, _safe_run_id(run_id), self._now())
 
     def last_guard_verdict(
         self, *, session_key: object, run_id: object = None
     ) -> GuardVerdict | None:
         """The verdict of the run guard's latest observation, or ``None``."""
-        if not _valid_session_key(session_key):
+        key = _session_key(session_key)
+        if key is None:
             return None
-        assert isinstance(session_key, str)
-        return self._store.last_guard_verdict(session_key, normalize_run_id(run_id), self._now())
+        return self._store.last_guard_verdict(key, _safe_run_id(run_id), self._now())
 
     async def ahistory(self, *, session_key: object) -> tuple[ToolCallRecord, ...]:
         """Async twin of :meth:`history`."""
-        if not _valid_session_key(session_key):
+        key = _session_key(session_key)
+        if key is None:
             return ()
-        assert isinstance(session_key, str)
-        return await self._store.ahistory(session_key, self._now())
+        return await self._store.ahistory(key, self._now())
 
     async def aguard_snapshot(
         self, *, session_key: object, run_id: object = None, agent_id: object = None
     ) -> GuardSnapshot:
         """Async twin of :meth:`guard_snapshot`."""
-        if not _valid_session_key(session_key):
+        key = _session_key(session_key)
+        if key is None:
             return GuardSnapshot(armed=False, remaining_attempts=0)
-        assert isinstance(session_key, str)
-        return await self._store.aguard_snapshot(session_key, normalize_run_id(run_id), self._now())
+        return await self._store.aguard_snapshot(key, _safe_run_id(run_id), self._now())
 
     async def alast_guard_verdict(
         self, *, session_key: object, run_id: object = None
     ) -> GuardVerdict | None:
         """Async twin of :meth:`last_guard_verdict`."""
-        if not _valid_session_key(session_key):
+        key = _session_key(session_key)
+        if key is None:
             return None
-        assert isinstance(session_key, str)
-        return await self._store.alast_guard_verdict(
-            session_key, normalize_run_id(run_id), self._now()
-        )
+        return await self._store.alast_guard_verdict(key, _safe_run_id(run_id), self._now())
 
 
-__all__ = ["Decision", "LoopGuard", "blocked_result"]
+def _projected(records: Sequence[Any], plan: _BeforePlan) -> ToolCallRecord:
+    """A batch call as the history would hold it: its outcome is the latest known outcome
+    of the same call signature (``None`` when there is none yet)."""
+    call = plan.call
+    result_hash: str | None = None
+    unknown: str | None = None
+    for record in reversed(records):
+        if record.tool_name == call.tool_name and record.args_hash == call.args_hash:
+            result_hash = record.result_hash
+            unknown = record.unknown_tool_name
+            break
+    facts = plan.pending.adaptive_facts if plan.pending is not None else None
+    return ToolCallRecord(
+        call.tool_name,
+        call.args_hash,
+        plan.call_id,
+        call.run_id,
+        result_hash,
+        unknown,
+        int(plan.now * 1000),
+        facts,
+    )
+
+
+__all__ = ["BatchCall", "Decision", "LoopGuard", "blocked_result"]

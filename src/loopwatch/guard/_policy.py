@@ -1,0 +1,126 @@
+"""The one failure policy of the session engine (SPEC §5.6).
+
+A guard never raises into the agent, except the deliberate post-compaction abort. What goes
+wrong inside a call falls into three kinds, each decided here and nowhere else:
+
+* **a value loopwatch cannot hash** (SPEC §8.5: unserialisable, cyclic, too large, or a
+  ``__str__`` that raises): the call is allowed, logged once per tool name;
+* **a store failure** (:class:`~loopwatch.errors.StoreError`): allowed (fail-open, the
+  default) or blocked (a store with ``fail_open = False``), with a ``store.error`` event
+  every time and a log line at a bounded rate;
+* **anything else is a bug of loopwatch's**: allowed and logged like an unhashable value —
+  unless the guard is *strict* (``LoopGuard(strict=True)``, or ``LOOPWATCH_STRICT=1`` in the
+  environment, which the test suite sets), where it is raised, so that a bug never hides as
+  an allowed call.
+
+Formatting an exception can itself fail (a ``__str__`` that raises, a huge message):
+:func:`error_text` never raises and bounds what it returns.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections import OrderedDict
+from typing import Final
+
+tools_logger = logging.getLogger("loopwatch.tools")
+
+#: How many tool names each fail-open text remembers before it may repeat (SPEC §5.6).
+FAILURE_LOG_MEMORY: Final = 1000
+#: At most one store-failure log line per this many seconds of the guard's clock.
+STORE_ERROR_LOG_INTERVAL_S: Final = 30.0
+#: The longest exception text a log line or event carries (a 60 MiB message is cut).
+MAX_ERROR_TEXT: Final = 1000
+#: The environment variable that makes every guard strict (the test suite sets it).
+STRICT_ENV: Final = "LOOPWATCH_STRICT"
+
+
+class UnhashableValueError(Exception):
+    """A value of the host's could not be hashed: a documented degradation, never a bug.
+
+    The guard wraps whatever hashing raised in it, so the policy can tell the host's values
+    from loopwatch's own bugs; ``__cause__`` is the original exception.
+    """
+
+
+def strict_from_env() -> bool:
+    """Whether ``LOOPWATCH_STRICT`` asks every guard to raise its internal errors."""
+    return os.environ.get(STRICT_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _bounded(text: str) -> str:
+    if len(text) <= MAX_ERROR_TEXT:
+        return text
+    return f"{text[:MAX_ERROR_TEXT]}… ({len(text)} characters)"
+
+
+def error_text(exc: BaseException) -> str:
+    """``"Type: message"`` of an exception, bounded; never raises.
+
+    The message of an :class:`UnhashableValueError` is its cause's, so the log line names
+    what the host passed, as before the wrapping.
+    """
+    if isinstance(exc, UnhashableValueError) and exc.__cause__ is not None:
+        exc = exc.__cause__
+    try:
+        name = type(exc).__name__
+        if not isinstance(name, str):
+            name = "Exception"
+    except Exception:
+        name = "Exception"
+    try:
+        message = str(exc)
+        if type(message) is not str:
+            message = str.__str__(message)
+    except Exception:
+        message = "<unprintable exception>"
+    return _bounded(f"{name}: {message}")
+
+
+class OnceLog:
+    """Logs a text once per tool name, remembering a bounded number of names."""
+
+    def __init__(self, template: str) -> None:
+        self._template = template
+        self._seen: OrderedDict[str, None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def log(self, tool: str, exc: BaseException) -> None:
+        with self._lock:
+            if tool in self._seen:
+                return
+            self._seen[tool] = None
+            if len(self._seen) > FAILURE_LOG_MEMORY:
+                self._seen.popitem(last=False)
+        tools_logger.warning(self._template.format(tool=tool, error=error_text(exc)))
+
+
+class StoreErrorRate:
+    """Whether a store failure is logged now: at most once per interval of the guard clock."""
+
+    __slots__ = ("_last",)
+
+    def __init__(self) -> None:
+        self._last: float | None = None
+
+    def due(self, now: float) -> bool:
+        last = self._last
+        if last is None or now - last >= STORE_ERROR_LOG_INTERVAL_S or now < last:
+            self._last = now
+            return True
+        return False
+
+
+__all__ = [
+    "FAILURE_LOG_MEMORY",
+    "MAX_ERROR_TEXT",
+    "STORE_ERROR_LOG_INTERVAL_S",
+    "STRICT_ENV",
+    "OnceLog",
+    "StoreErrorRate",
+    "UnhashableValueError",
+    "error_text",
+    "strict_from_env",
+]

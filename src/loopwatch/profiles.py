@@ -1,0 +1,360 @@
+"""Detector profiles: what a guard records per call, how it judges the history, how it warns.
+
+A profile is the one seam between the session engine and the detectors. ``LoopGuard`` asks
+its profile three things and knows nothing else about detection:
+
+* **facts** — an opaque string kept on each history record (``ToolCallRecord.adaptive_facts``
+  today), written when the call is recorded (:meth:`DetectorProfile.call_facts`) and replaced
+  when its outcome is known (:meth:`DetectorProfile.outcome_facts`). Stores and Lua scripts
+  keep it verbatim and never read it: a profile versions its own encoding.
+* **a verdict** — :meth:`DetectorProfile.detect`, a function of the run's history and the
+  upcoming call (it may log the reference's detector lines, SPEC §4, and nothing else).
+* **a warning bucket** — :meth:`DetectorProfile.warning_bucket`: a warning is emitted when its
+  bucket grows (SPEC §5.3).
+
+``reference`` (SPEC §4, OpenClaw's detectors) and ``adaptive`` (the reference detectors plus
+:mod:`loopwatch.adaptive`) are the built-in profiles, listed in :data:`PROFILES`. A user adds
+a detector of their own without writing a profile: any object with a ``name`` and the
+:class:`Detector` call signature, passed as ``LoopGuard(detectors=[...])``, runs after the
+profile's detectors (see ``docs/architecture.md`` for a worked per-tool call cap).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, Protocol
+
+from loopwatch import messages
+from loopwatch.detectors import (
+    NOT_STUCK,
+    UNKNOWN_TOOL_REPEAT,
+    LoopVerdict,
+    RecordFields,
+    RunHistory,
+    evaluate,
+    log_verdict,
+)
+from loopwatch.naming import normalize_tool_name
+
+if TYPE_CHECKING:
+    from loopwatch.adaptive import AdaptiveConfig
+    from loopwatch.config import ResolvedConfig
+    from loopwatch.outcomes import OutcomeHash
+
+detection_logger = logging.getLogger("loopwatch.detection")
+
+#: How the first warning of a reference detector is emitted (SPEC §5.3): ``"reference"``
+#: emits when ``count // 10`` grows (so a threshold below 10 first warns at 10, as
+#: OpenClaw does); ``"immediate"`` adds one to every bucket, so the first warning comes at
+#: the threshold itself and the later ones at the same multiples of 10.
+FirstWarning = Literal["reference", "immediate"]
+FIRST_WARNING_MODES: Final[tuple[str, ...]] = ("reference", "immediate")
+
+#: The reference detectors' ids: their warnings follow the bucket rule of SPEC §5.3.
+_REFERENCE_DETECTORS: Final = frozenset(
+    {
+        "unknown_tool_repeat",
+        "global_circuit_breaker",
+        "known_poll_no_progress",
+        "ping_pong",
+        "generic_repeat",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class UpcomingCall:
+    """The call about to run, as detectors see it: its normalised name, no raw values.
+
+    Attributes:
+        tool_name: the normalised tool name (SPEC §5.1).
+        args_hash: its call signature (SPEC §3.2).
+        run_id: the trimmed run id, or ``None``.
+        known_poll: whether the reference treats it as a poll (SPEC §4).
+    """
+
+    tool_name: str
+    args_hash: str
+    run_id: str | None
+    known_poll: bool
+
+
+class Detector(Protocol):
+    """A detector of your own, run after the profile's (``LoopGuard(detectors=[...])``).
+
+    It is called before every call with detection on, with the run's records (oldest first;
+    each has ``tool_name``, ``args_hash``, ``result_hash``, ``unknown_tool_name``) and the
+    upcoming call, and returns a :class:`LoopVerdict` with ``stuck=True`` and a ``level`` to
+    warn or block, or ``None``. It must be pure and fast: no I/O, no clock. Its warnings are
+    emitted once per ``warning_key``; a critical blocks like any other.
+    """
+
+    name: str
+
+    def __call__(
+        self, history: Sequence[RecordFields], call: UpcomingCall
+    ) -> LoopVerdict | None: ...
+
+
+def _severity(verdict: LoopVerdict) -> int:
+    return 2 if verdict.level == "critical" else 1 if verdict.stuck else 0
+
+
+def more_severe(current: LoopVerdict, candidate: LoopVerdict | None) -> LoopVerdict:
+    """The verdict to act on: a critical beats a warning; on a tie ``current`` stands."""
+    if candidate is None or _severity(candidate) <= _severity(current):
+        return current
+    return candidate
+
+
+class DetectorProfile:
+    """The reference profile (SPEC §4); subclasses add detectors and facts.
+
+    Instances are immutable and shared by every session of a guard.
+    """
+
+    #: The name under which :data:`PROFILES` lists the profile.
+    name: ClassVar[str] = "reference"
+    #: True when choosing the profile is itself the opt-in to detection: detection then
+    #: runs unless the block says ``enabled: false`` explicitly.
+    detection_by_default: ClassVar[bool] = False
+
+    def call_facts(self, call: UpcomingCall) -> str | None:
+        """The facts of a call's pending record (``None``: none)."""
+        return None
+
+    def outcome_facts(
+        self,
+        call: UpcomingCall,
+        params: object,
+        outcome: OutcomeHash,
+        result: object,
+        error: object,
+    ) -> str | None:
+        """The facts of a call's record once its outcome is known (``None``: none).
+
+        The only point where a profile sees the raw params, result and error: it keeps
+        digests and flags, never raw text.
+        """
+        return None
+
+    def detect(
+        self,
+        history: Sequence[Any] | RunHistory,
+        call: UpcomingCall,
+        config: ResolvedConfig,
+    ) -> LoopVerdict:
+        """The verdict on the upcoming call from its run's history (SPEC §4); logs it."""
+        verdict = evaluate(history, call.tool_name, call.args_hash, call.known_poll, config)
+        log_verdict(verdict, call.tool_name)
+        return verdict
+
+    def warning_bucket(self, verdict: LoopVerdict, first_warning: FirstWarning) -> int:
+        """The bucket of a warning (SPEC §5.3): emitted when it exceeds the last one.
+
+        The reference detectors use ``count // 10``; any other detector (the adaptive ones,
+        a user's) warns once per warning key.
+        """
+        if verdict.detector in _REFERENCE_DETECTORS:
+            return verdict.count // 10 + (1 if first_warning == "immediate" else 0)
+        return 1
+
+
+REFERENCE_PROFILE: Final = DetectorProfile()
+
+
+class AdaptiveProfile(DetectorProfile):
+    """The reference detectors plus the adaptive ones (:mod:`loopwatch.adaptive`).
+
+    The adaptive module is imported when this profile is built, never by ``import
+    loopwatch``: the reference profile never pays for its regexes.
+    """
+
+    name: ClassVar[str] = "adaptive"
+    detection_by_default: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        config: AdaptiveConfig | None = None,
+        *,
+        send_tools: Collection[str] = (),
+        normalizers: Collection[str] = (),
+    ) -> None:
+        from loopwatch import adaptive
+
+        self._adaptive = adaptive
+        self.config: AdaptiveConfig = config if config is not None else adaptive.AdaptiveConfig()
+        self._send_tools = send_tools
+        self._normalizers = normalizers
+        self._thinking = self.config.all_thinking_tools
+
+    def call_facts(self, call: UpcomingCall) -> str | None:
+        adaptive = self._adaptive
+        facts: str = adaptive.encode_facts(
+            adaptive.AdaptiveRecord(
+                call.tool_name,
+                call.args_hash,
+                thinking=call.tool_name in self._thinking,
+                polling=call.known_poll,
+            )
+        )
+        return facts
+
+    def outcome_facts(
+        self,
+        call: UpcomingCall,
+        params: object,
+        outcome: OutcomeHash,
+        result: object,
+        error: object,
+    ) -> str | None:
+        adaptive = self._adaptive
+        facts: str = adaptive.encode_facts(
+            adaptive.build_adaptive_record(
+                call.tool_name,
+                params,
+                result=result,
+                error=error,
+                config=self.config,
+                send_tools=self._send_tools,
+                normalizers=self._normalizers,
+            )
+        )
+        return facts
+
+    def detect(
+        self,
+        history: Sequence[Any] | RunHistory,
+        call: UpcomingCall,
+        config: ResolvedConfig,
+    ) -> LoopVerdict:
+        verdict = super().detect(history, call, config)
+        if verdict.detector == UNKNOWN_TOOL_REPEAT and not _own_name_missing(history, call):
+            # An existing tool whose error names another missing tool ("tool 'jq' not
+            # found") is not an unknown-tool loop here (issue 17): the adaptive detectors
+            # judge it as the failing call it is.
+            verdict = NOT_STUCK
+        if verdict.level == "critical" or not config.enabled:
+            return verdict
+        return more_severe(verdict, self._detect_adaptive(history, call))
+
+    def _detect_adaptive(
+        self, history: Sequence[Any] | RunHistory, call: UpcomingCall
+    ) -> LoopVerdict | None:
+        # The adaptive detectors read only the newest ``window`` records: convert those, and
+        # turn the verdict's indices back into indices into the whole run.
+        adaptive = self._adaptive
+        config = self.config
+        source = history.fields() if isinstance(history, RunHistory) else history
+        start = max(0, len(source) - config.window)
+        records = [
+            adaptive.record_from_history(
+                r.tool_name, r.args_hash, r.result_hash, r.adaptive_facts, config
+            )
+            for r in source[start:]
+        ]
+        found = adaptive.evaluate_adaptive(records, call.tool_name, call.args_hash, config)
+        if found is None:
+            return None
+        critical = found.level == "critical"
+        template = messages.LOG_ADAPTIVE_CRITICAL if critical else messages.LOG_ADAPTIVE_WARNING
+        detection_logger.log(
+            logging.ERROR if critical else logging.WARNING,
+            template.format(detector=found.detector, tool=call.tool_name, count=found.count),
+        )
+        return LoopVerdict(
+            stuck=True,
+            level=found.level,
+            detector=found.detector,
+            count=found.count,
+            message=found.message,
+            warning_key=found.warning_key,
+            indices=tuple(start + index for index in found.indices),
+        )
+
+
+def _own_name_missing(history: Sequence[Any] | RunHistory, call: UpcomingCall) -> bool:
+    """Whether the newest unknown-tool failure of this tool names the tool itself."""
+    source = history.fields() if isinstance(history, RunHistory) else history
+    for record in reversed(source):
+        if record.tool_name != call.tool_name:
+            continue
+        name = record.unknown_tool_name
+        if name is None:
+            return False
+        try:
+            return normalize_tool_name(name) == call.tool_name
+        except Exception:  # a name the normaliser rejects is not the tool's own
+            return False
+    return False
+
+
+class WithDetectors(DetectorProfile):
+    """A profile followed by user detectors (``LoopGuard(detectors=[...])``).
+
+    A detector that raises is a bug of the host's: the call is decided without it and the
+    guard's failure policy reports it (it never blocks by accident).
+    """
+
+    def __init__(self, base: DetectorProfile, detectors: Sequence[Detector]) -> None:
+        self.base = base
+        self.detectors: tuple[Detector, ...] = tuple(detectors)
+        self.name = base.name  # type: ignore[misc]
+        self.detection_by_default = base.detection_by_default  # type: ignore[misc]
+
+    def call_facts(self, call: UpcomingCall) -> str | None:
+        return self.base.call_facts(call)
+
+    def outcome_facts(
+        self,
+        call: UpcomingCall,
+        params: object,
+        outcome: OutcomeHash,
+        result: object,
+        error: object,
+    ) -> str | None:
+        return self.base.outcome_facts(call, params, outcome, result, error)
+
+    def detect(
+        self,
+        history: Sequence[Any] | RunHistory,
+        call: UpcomingCall,
+        config: ResolvedConfig,
+    ) -> LoopVerdict:
+        verdict = self.base.detect(history, call, config)
+        if verdict.level == "critical" or not config.enabled:
+            return verdict
+        records = history.fields() if isinstance(history, RunHistory) else history
+        for detector in self.detectors:
+            found = detector(records, call)
+            if found is not None and found.stuck:
+                verdict = more_severe(verdict, found)
+                if verdict.level == "critical":
+                    break
+        return verdict
+
+    def warning_bucket(self, verdict: LoopVerdict, first_warning: FirstWarning) -> int:
+        return self.base.warning_bucket(verdict, first_warning)
+
+
+#: The built-in profiles by name: a new one is one class and one entry here.
+PROFILES: Final[Mapping[str, Callable[..., DetectorProfile]]] = {
+    "reference": lambda **_settings: REFERENCE_PROFILE,
+    "adaptive": lambda **settings: AdaptiveProfile(**settings),
+}
+
+
+__all__ = [
+    "FIRST_WARNING_MODES",
+    "PROFILES",
+    "REFERENCE_PROFILE",
+    "AdaptiveProfile",
+    "Detector",
+    "DetectorProfile",
+    "FirstWarning",
+    "UpcomingCall",
+    "WithDetectors",
+    "more_severe",
+]

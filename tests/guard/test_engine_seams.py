@@ -1,0 +1,338 @@
+"""The engine's seams (issue 12, 16, 17): profiles, user detectors, batches, call ids,
+critical strikes, first warnings, the failure policy and its strict mode."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from loopwatch import LoopGuard, LoopVerdict, ToolCallRecord
+from loopwatch.guard._policy import MAX_ERROR_TEXT, error_text
+from loopwatch.profiles import DetectorProfile, UpcomingCall
+
+S = "session"
+ON: dict[str, Any] = {"enabled": True}
+
+
+# --- a third profile, plugged in from outside the package ---------------------------------
+
+
+class CapProfile(DetectorProfile):
+    """A test-only profile: at most ``cap`` calls of one tool per run, then a block."""
+
+    name = "cap"  # type: ignore[assignment]
+    detection_by_default = True  # type: ignore[assignment]
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.facts_seen: list[str | None] = []
+
+    def call_facts(self, call: UpcomingCall) -> str | None:
+        return f"cap1|{call.tool_name}"
+
+    def outcome_facts(
+        self, call: UpcomingCall, params: object, outcome: Any, result: object, error: object
+    ) -> str | None:
+        return "cap1|done"
+
+    def detect(self, history: Any, call: UpcomingCall, config: Any) -> LoopVerdict:
+        records = history.fields() if hasattr(history, "fields") else history
+        self.facts_seen = [r.adaptive_facts for r in records]
+        count = sum(1 for r in records if r.tool_name == call.tool_name) + 1
+        if count > self.cap:
+            return LoopVerdict(
+                stuck=True,
+                level="critical",
+                detector="call_cap",
+                count=count,
+                message=f"{call.tool_name} called {count} times",
+                warning_key=f"cap:{call.tool_name}",
+            )
+        return LoopVerdict(stuck=False)
+
+
+def test_a_profile_from_outside_the_package_decides_and_owns_its_facts() -> None:
+    profile = CapProfile(cap=3)
+    guard = LoopGuard(profile=profile)
+    assert guard.profile == "cap"
+    actions = []
+    for index in range(5):
+        decision = guard.before_call("read", {"n": index}, session_key=S)
+        actions.append(decision.action)
+        guard.after_call("read", {"n": index}, session_key=S, result=decision.tool_result or "ok")
+    assert actions == ["allow", "allow", "allow", "block", "block"]
+    # The facts slot is the profile's: written at before_call, replaced at after_call.
+    assert profile.facts_seen == ["cap1|done"] * 3
+    assert [r.adaptive_facts for r in guard.history(session_key=S)] == ["cap1|done"] * 3
+
+
+class PerToolCap:
+    """The worked example of docs/architecture.md: a per-tool call cap."""
+
+    name = "per_tool_cap"
+
+    def __init__(self, tool: str, warn: int, block: int) -> None:
+        self.tool, self.warn, self.block = tool, warn, block
+
+    def __call__(self, history: Sequence[Any], call: UpcomingCall) -> LoopVerdict | None:
+        if call.tool_name != self.tool:
+            return None
+        count = sum(1 for record in history if record.tool_name == self.tool) + 1
+        if count < self.warn:
+            return None
+        level = "critical" if count >= self.block else "warning"
+        return LoopVerdict(
+            stuck=True,
+            level=level,
+            detector=self.name,
+            count=count,
+            message=f"{self.tool} was called {count} times in this run",
+            warning_key=f"{self.name}:{self.tool}",
+        )
+
+
+def test_a_user_detector_warns_once_then_blocks() -> None:
+    guard = LoopGuard(ON, detectors=[PerToolCap("search", warn=3, block=5)])
+    seen = []
+    for index in range(6):
+        decision = guard.before_call("search", {"q": index}, session_key=S)
+        seen.append((decision.action, decision.emitted))
+        guard.after_call("search", {"q": index}, session_key=S, result=f"r{index}")
+    assert seen == [
+        ("allow", False),
+        ("allow", False),
+        ("warn", True),
+        ("warn", False),
+        ("block", True),
+        ("block", True),
+    ]
+    # Other tools are untouched.
+    assert guard.before_call("read", {}, session_key=S).action == "allow"
+
+
+def test_user_detectors_do_not_run_with_detection_off() -> None:
+    guard = LoopGuard(detectors=[PerToolCap("search", warn=1, block=1)])
+    assert guard.before_call("search", {}, session_key=S).action == "allow"
+
+
+# --- batches -----------------------------------------------------------------------------
+
+
+def _identical_batch(n: int, start: int = 0) -> list[tuple[object, object, object]]:
+    return [("read", {"path": "a"}, f"b{start + i}") for i in range(n)]
+
+
+def test_identical_calls_in_one_batch_count_as_repeats_and_one_critical_blocks_all() -> None:
+    guard = LoopGuard(ON)
+    for index in range(15):  # fifteen identical calls with one outcome
+        guard.before_call("read", {"path": "a"}, session_key=S, tool_call_id=f"c{index}")
+        guard.after_call("read", {"path": "a"}, session_key=S, tool_call_id=f"c{index}", result="x")
+    batch = [*_identical_batch(8), ("ls", {}, "other")]
+    decisions = guard.before_batch(batch, session_key=S)
+    assert [d.action for d in decisions] == ["block"] * len(batch)
+    assert all(d.tool_result is not None for d in decisions)
+    criticals = [d for d in decisions if d.verdict.detector == "generic_repeat"]
+    assert criticals and criticals[-1].verdict.count == 20
+    # Nothing of the refused batch was recorded.
+    assert len(guard.history(session_key=S)) == 15
+
+
+def test_a_healthy_batch_is_recorded_like_sequential_calls() -> None:
+    batch: list[tuple[object, object, object]] = [
+        ("read", {"path": "a"}, "1"),
+        ("read", {"path": "b"}, "2"),
+        ("ls", {}, "3"),
+    ]
+    guard = LoopGuard(ON)
+    decisions = guard.before_batch(batch, session_key=S)
+    assert [d.action for d in decisions] == ["allow"] * 3
+    sequential = LoopGuard(ON)
+    for tool, params, call_id in batch:
+        sequential.before_call(tool, params, session_key=S, tool_call_id=call_id)
+    strip = [(r.tool_name, r.args_hash, r.tool_call_id) for r in guard.history(session_key=S)]
+    assert strip == [
+        (r.tool_name, r.args_hash, r.tool_call_id) for r in sequential.history(session_key=S)
+    ]
+
+
+def test_a_batch_of_one_is_before_call() -> None:
+    guard = LoopGuard(ON)
+    [decision] = guard.before_batch([("read", {}, "x")], session_key=S)
+    assert decision.action == "allow"
+    assert len(guard.history(session_key=S)) == 1
+
+
+async def test_abefore_batch_matches_before_batch() -> None:
+    sync_guard, async_guard = LoopGuard(ON), LoopGuard(ON)
+    for guard in (sync_guard, async_guard):
+        for _index in range(19):
+            guard.before_call("read", {"path": "a"}, session_key=S)
+            guard.after_call("read", {"path": "a"}, session_key=S, result="x")
+    batch = _identical_batch(3)
+    expected = [d.action for d in sync_guard.before_batch(batch, session_key=S)]
+    got = [d.action for d in await async_guard.abefore_batch(batch, session_key=S)]
+    assert got == expected == ["block"] * 3
+
+
+# --- one call, two layers ------------------------------------------------------------------
+
+
+def test_a_call_seen_by_two_layers_counts_once() -> None:
+    guard = LoopGuard(ON)
+    executions = 0
+    for index in range(60):
+        call_id = f"call-{index}"
+        outer = guard.before_call("read", {"path": "a"}, session_key=S, tool_call_id=call_id)
+        inner = guard.before_call("read", {"path": "a"}, session_key=S, tool_call_id=call_id)
+        assert inner is outer
+        if outer.tool_result is None:
+            executions += 1
+            result: object = "same"
+        else:
+            result = outer.tool_result
+        for _layer in range(2):
+            guard.after_call(
+                "read", {"path": "a"}, session_key=S, tool_call_id=call_id, result=result
+            )
+    assert executions == 20
+
+
+def test_a_reused_call_id_after_its_outcome_is_a_new_call() -> None:
+    guard = LoopGuard(ON)
+    for _ in range(3):
+        guard.before_call("read", {}, session_key=S, tool_call_id="same")
+        guard.after_call("read", {}, session_key=S, tool_call_id="same", result="x")
+    assert len(guard.history(session_key=S)) == 3
+
+
+# --- critical strikes ------------------------------------------------------------------------
+
+
+def test_critical_strikes_are_counted_per_run() -> None:
+    guard = LoopGuard(ON)
+    assert guard.critical_strike(session_key=S, run_id="r1") == 1
+    assert guard.critical_strike(session_key=S, run_id="r1") == 2
+    assert guard.critical_strike(session_key=S, run_id="r2") == 1
+    assert guard.critical_strike(session_key="", run_id="r1") == 1
+    assert asyncio.run(guard.acritical_strike(session_key=S, run_id="r3")) == 1
+
+
+# --- first warning -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("mode", "expected"),
+    [("reference", [11, 21]), ("immediate", [9, 11, 21])],
+)
+def test_first_warning_modes(mode: Any, expected: list[int]) -> None:
+    guard = LoopGuard(
+        {"enabled": True, "warningThreshold": 8, "criticalThreshold": 40}, first_warning=mode
+    )
+    emitted = []
+    for index in range(1, 25):
+        decision = guard.before_call("read", {"path": "a"}, session_key=S)
+        if decision.emitted:
+            emitted.append(index)
+        guard.after_call("read", {"path": "a"}, session_key=S, result=f"r{index}")
+    assert emitted == expected
+
+
+def test_first_warning_must_be_known() -> None:
+    with pytest.raises(ValueError, match="first_warning"):
+        LoopGuard(first_warning="soon")  # type: ignore[arg-type]
+
+
+# --- failure policy ------------------------------------------------------------------------
+
+
+class Hostile(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no text for you")
+
+
+class HostileValue:
+    def __str__(self) -> str:
+        raise Hostile()
+
+    __repr__ = __str__
+
+
+def test_error_text_never_raises_and_is_bounded() -> None:
+    assert error_text(Hostile()) == "Hostile: <unprintable exception>"
+    huge = error_text(ValueError("x" * 10_000_000))
+    assert len(huge) < MAX_ERROR_TEXT + 100
+
+
+@given(st.text(max_size=50))
+@settings(max_examples=50, deadline=None)
+def test_error_text_of_any_message_is_bounded(text: str) -> None:
+    out = error_text(ValueError(text * 100))
+    assert out.startswith("ValueError: ")
+    assert len(out) <= MAX_ERROR_TEXT + 40
+
+
+def test_hostile_values_never_escape(caplog: pytest.LogCaptureFixture) -> None:
+    guard = LoopGuard(ON, strict=False, listeners=[lambda event: (_ for _ in ()).throw(Hostile())])
+    caplog.set_level(logging.WARNING)
+    value = HostileValue()
+    decision = guard.before_call("read", {"v": value}, session_key=S, tool_call_id=value)
+    assert decision.action == "allow"
+    assert guard.after_call("read", {}, session_key=S, error=Hostile()) is None
+    guard.after_call("read", {"v": value}, session_key=S, error=value, tool_call_id=value)
+    guard.compaction_retry(session_key=S, run_id=value)
+
+
+class SneakyKey(str):
+    def strip(self, *args: Any) -> str:  # the trim the guard may use
+        raise Hostile()
+
+    def __hash__(self) -> int:
+        raise Hostile()
+
+
+def test_a_str_subclass_session_key_is_read_as_plain_text() -> None:
+    guard = LoopGuard(ON)
+    key = SneakyKey("chat")
+    assert guard.before_call("read", {}, session_key=key).action == "allow"
+    assert guard.after_call("read", {}, session_key=key, result="x") is not None
+    assert len(guard.history(session_key="chat")) == 1
+
+
+def test_strict_mode_raises_internal_bugs_but_not_host_values(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    strict = LoopGuard(ON, strict=True)
+    # A value the host passed that cannot be hashed is a documented degradation.
+    cyclic: dict[str, Any] = {}
+    cyclic["self"] = cyclic
+    assert strict.before_call("read", cyclic, session_key=S).action == "allow"
+
+    # A bug of loopwatch's own is raised in strict mode, allowed otherwise.
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise KeyError("a bug")
+
+    monkeypatch.setattr(strict.detector_profile, "detect", broken)
+    with pytest.raises(KeyError):
+        strict.before_call("read", {}, session_key=S)
+    lenient = LoopGuard(ON, strict=False)
+    monkeypatch.setattr(lenient.detector_profile, "detect", broken)
+    assert lenient.before_call("read", {}, session_key=S).action == "allow"
+
+
+def test_strict_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LOOPWATCH_STRICT", "1")
+    assert LoopGuard().strict is True
+    monkeypatch.setenv("LOOPWATCH_STRICT", "0")
+    assert LoopGuard().strict is False
+
+
+def test_history_records_are_public_records() -> None:
+    guard = LoopGuard(ON)
+    guard.before_call("read", {}, session_key=S)
+    assert all(isinstance(r, ToolCallRecord) for r in guard.history(session_key=S))
