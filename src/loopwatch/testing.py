@@ -1,4 +1,4 @@
-"""Helpers for testing code that uses loopwatch (a fake clock, a scripted session).
+"""Helpers for testing code that uses loopwatch (a fake clock, a scripted session, a store).
 
 Shipped with the library so users' own tests can drive a ``LoopGuard`` deterministically:
 expiry and timestamps follow :class:`FakeClock`, and :func:`drive` plays a list of calls
@@ -13,6 +13,7 @@ from typing import Any
 
 from loopwatch._undefined import UNDEFINED
 from loopwatch.guard import Decision, LoopGuard
+from loopwatch.stores.reference import ReferenceStore
 
 
 class FakeClock:
@@ -83,4 +84,4 @@ def drive(
     return decisions
 
 
-__all__ = ["FakeClock", "ScriptedCall", "drive"]
+__all__ = ["FakeClock", "ReferenceStore", "ScriptedCall", "drive"]

@@ -31,6 +31,7 @@ from _redis_helpers import (
 )
 
 from loopwatch import MemoryStore, Store
+from loopwatch.testing import ReferenceStore
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -80,7 +81,7 @@ def redis_client(redis_url: str) -> Iterator[Any]:
     client.close()
 
 
-@pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.redis)])
+@pytest.fixture(params=["reference", "memory", pytest.param("redis", marks=pytest.mark.redis)])
 def store_kind(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
@@ -91,8 +92,10 @@ def make_store(store_kind: str, request: pytest.FixtureRequest) -> Iterator[Stor
     built: list[tuple[Store, str]] = []
 
     def make(**options: Any) -> Store:
-        if store_kind == "memory":
-            options.pop("use_asyncio", None)  # the memory store has no I/O to await
+        if store_kind in ("memory", "reference"):
+            options.pop("use_asyncio", None)  # in-process stores have no I/O to await
+            if store_kind == "reference":  # the template and oracle of loopwatch.testing
+                return ReferenceStore(**options)
             return MemoryStore(**options)
         from loopwatch.stores import RedisStore
 

@@ -18,12 +18,14 @@ from loopwatch.config import (
     ConfigError,
     ConfigField,
     ResolvedConfig,
+    config_warnings,
     load_config_file,
     merge_agent_config,
     normalize_agent_id,
     profile_of_openclaw_config,
     resolve_config,
 )
+from loopwatch.errors import ConfigIssue
 
 from ._text import safe_text, table
 
@@ -96,6 +98,7 @@ def render_check(path: str, config: Mapping[str, Any], agent_id: str | None) -> 
     """The text report of a valid config."""
     reports, resolved, agent_has_block = settings_report(config, agent_id)
     lines = [f"config: {safe_text(path)}: valid"]
+    lines += [f"warning: {safe_text(str(issue))}" for issue in _warnings(path)]
     if agent_id is not None:
         normalized = normalize_agent_id(agent_id)
         how = (
@@ -118,6 +121,13 @@ def render_check(path: str, config: Mapping[str, Any], agent_id: str | None) -> 
     lines += ["", "settings:"]
     lines += [f"  {report.path}: {report.help}" for report in reports]
     return "\n".join(lines) + "\n"
+
+
+def _warnings(path: str) -> tuple[ConfigIssue, ...]:
+    try:
+        return config_warnings(path)
+    except ConfigError:
+        return ()
 
 
 def render_errors(path: str, error: ConfigError) -> str:
@@ -143,6 +153,7 @@ def check_json(path: str, agent_id: str | None) -> tuple[str, bool]:
     document.update(
         valid=True,
         issues=[],
+        warnings=[{"path": w.path, "message": w.message} for w in _warnings(path)],
         profile=profile_of_openclaw_config(config),
         agent_has_block=agent_has_block,
         enabled=resolved.enabled,

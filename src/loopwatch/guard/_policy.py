@@ -38,7 +38,10 @@ STRICT_ENV: Final = "LOOPWATCH_STRICT"
 
 
 class UnhashableValueError(Exception):
-    """A value of the host's could not be hashed: a documented degradation, never a bug.
+    """A value of the host's could not be read or hashed: a documented degradation.
+
+    Covers the arguments, result and error (SPEC §8.5) and the ids the host passes (run,
+    tool call), whose conversion runs the host's own code.
 
     The guard wraps whatever hashing raised in it, so the policy can tell the host's values
     from loopwatch's own bugs; ``__cause__`` is the original exception.

@@ -458,9 +458,9 @@ class LoopGuard:
         agent_id: object,
     ) -> _BeforePlan:
         block, resolved = self.block_for(agent_id)
-        run = normalize_run_id(run_id)
-        call_id = normalize_tool_call_id(tool_call_id)
-        try:
+        try:  # the host's values: reading or hashing them may fail (SPEC §8.5)
+            run = normalize_run_id(run_id)
+            call_id = normalize_tool_call_id(tool_call_id)
             args_hash = hash_tool_call(tool, params, normalizers=self.normalizers)
             known_poll = is_known_poll(tool, params)
         except Exception as exc:
@@ -843,16 +843,17 @@ class LoopGuard:
             if args_hash is None:
                 args_hash = hash_tool_call(tool, params, normalizers=self.normalizers)
             known_poll = is_known_poll(tool, params)
+            run = normalize_run_id(run_id)
+            call_id = normalize_tool_call_id(tool_call_id)
         except Exception as exc:
             raise UnhashableValueError(error_text(exc)) from exc
-        run = normalize_run_id(run_id)
         call = UpcomingCall(tool, args_hash, run, known_poll)
         facts = self.detector_profile.outcome_facts(call, params, outcome, result, error)
         now = self._now()
         write = OutcomeWrite(
             tool_name=tool,
             args_hash=args_hash,
-            tool_call_id=normalize_tool_call_id(tool_call_id),
+            tool_call_id=call_id,
             run_id=run,
             outcome=outcome,
             history_size=resolved.history_size,
