@@ -37,7 +37,7 @@ from loopwatch import (
     record_tool_call_outcome,
     stable_stringify,
 )
-from loopwatch.naming import normalize_tool_name
+from loopwatch.core.naming import normalize_tool_name
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "shared" / "spec" / "examples"
 TRACES = sorted(p for p in EXAMPLES.glob("*.json")) if EXAMPLES.is_dir() else []

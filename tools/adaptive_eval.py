@@ -42,8 +42,8 @@ from loopwatch.adaptive import (
     build_adaptive_record,
     evaluate_adaptive,
 )
+from loopwatch.core.naming import normalize_tool_name
 from loopwatch.fingerprint import hash_tool_call
-from loopwatch.naming import normalize_tool_name
 from loopwatch.replay import ReplaySettings, replay_run
 from loopwatch.transcripts import Run, read_transcript
 

@@ -12,14 +12,7 @@ Everything public is importable from here; the submodules are implementation det
 import logging as _logging
 from typing import TYPE_CHECKING
 
-from loopwatch._undefined import UNDEFINED
 from loopwatch.adapter import AdapterOptions, ToolCall
-from loopwatch.compaction import (
-    GuardSnapshot,
-    GuardVerdict,
-    PostCompactionGuard,
-    PostCompactionLoopPersistedError,
-)
 from loopwatch.config import (
     ConfigError,
     ConfigIssue,
@@ -30,7 +23,21 @@ from loopwatch.config import (
     merge_agent_config,
     resolve_config,
 )
-from loopwatch.detectors import LoopVerdict, detect_tool_call_loop
+from loopwatch.core._undefined import UNDEFINED
+from loopwatch.core.records import (
+    SessionState,
+    ToolCallRecord,
+    record_tool_call,
+    record_tool_call_outcome,
+)
+from loopwatch.detectors.compaction import (
+    GuardSnapshot,
+    GuardVerdict,
+    PostCompactionGuard,
+    PostCompactionLoopPersistedError,
+)
+from loopwatch.detectors.reference import LoopVerdict, detect_tool_call_loop
+from loopwatch.detectors.streamguard import UnknownToolStreamGuard
 from loopwatch.errors import LoopDetectedError, LoopwatchError
 from loopwatch.events import (
     CompactionLoopPersistedEvent,
@@ -42,15 +49,8 @@ from loopwatch.events import (
 )
 from loopwatch.fingerprint import hash_tool_call, stable_stringify
 from loopwatch.guard import Decision, LoopGuard
-from loopwatch.history import (
-    SessionState,
-    ToolCallRecord,
-    record_tool_call,
-    record_tool_call_outcome,
-)
 from loopwatch.outcomes import OutcomeHash, hash_tool_outcome
 from loopwatch.stores import MemoryStore, Store, StoreError
-from loopwatch.streamguard import UnknownToolStreamGuard
 
 if TYPE_CHECKING:
     from loopwatch.stores.redis import RedisStore

@@ -52,9 +52,10 @@ from typing import (
     overload,
 )
 
-from loopwatch._undefined import UNDEFINED
+from loopwatch.core._undefined import UNDEFINED
+from loopwatch.core.jsstr import js_trim
+from loopwatch.detectors.streamguard import UnknownToolStreamGuard
 from loopwatch.errors import LoopDetectedError
-from loopwatch.jsstr import js_trim
 from loopwatch.messages import (
     BLOCKED_CALL_RAN,
     NO_OUTCOME_REPORTED,
@@ -62,13 +63,12 @@ from loopwatch.messages import (
     WARNING_SEPARATOR,
 )
 from loopwatch.outcomes import hash_tool_outcome
-from loopwatch.streamguard import UnknownToolStreamGuard
 
 if TYPE_CHECKING:
     from typing_extensions import ParamSpec, Self
 
+    from loopwatch.core.records import ToolCallRecord
     from loopwatch.guard import Decision, LoopGuard
-    from loopwatch.history import ToolCallRecord
 
     P = ParamSpec("P")
 

@@ -55,7 +55,6 @@ from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from loopwatch._undefined import UNDEFINED
 from loopwatch.config import (
     MSG_EXPECTED_BOOLEAN,
     MSG_EXPECTED_LIST,
@@ -66,7 +65,9 @@ from loopwatch.config import (
     ConfigError,
     ConfigIssue,
 )
-from loopwatch.detectors import is_known_poll
+from loopwatch.core._undefined import UNDEFINED
+from loopwatch.core.naming import normalize_tool_name
+from loopwatch.detectors.reference import is_known_poll
 from loopwatch.fingerprint import digest, hash_tool_call, sha256_hex
 from loopwatch.messages import (
     MSG_CYCLE_CRITICAL,
@@ -78,7 +79,6 @@ from loopwatch.messages import (
     MSG_SAME_ERROR_CRITICAL,
     MSG_SAME_ERROR_WARNING,
 )
-from loopwatch.naming import normalize_tool_name
 from loopwatch.outcomes import error_text, hash_tool_outcome
 
 AdaptiveLevel = Literal["warning", "critical"]

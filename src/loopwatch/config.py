@@ -28,9 +28,9 @@ from typing import Any, Final, Literal
 
 import json5
 
-from loopwatch._undefined import UNDEFINED
+from loopwatch.core._undefined import UNDEFINED
+from loopwatch.core.jsstr import js_lower, js_trim
 from loopwatch.errors import ConfigError, ConfigIssue
-from loopwatch.jsstr import js_lower, js_trim
 
 Profile = Literal["reference", "adaptive"]
 

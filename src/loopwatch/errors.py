@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
-    from loopwatch.compaction import GuardVerdict
-    from loopwatch.detectors import LoopVerdict
-    from loopwatch.history import ToolCallRecord
+    from loopwatch.core.records import ToolCallRecord
+    from loopwatch.detectors.compaction import GuardVerdict
+    from loopwatch.detectors.reference import LoopVerdict
 
 #: The detector id of a post-compaction abort (SPEC §6.1).
 COMPACTION_LOOP_PERSISTED: Final = "compaction_loop_persisted"

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
-from loopwatch._undefined import UNDEFINED
-from loopwatch.jsstr import utf16_len
+from loopwatch.core._undefined import UNDEFINED
+from loopwatch.core.jsstr import utf16_len
 
 
 @dataclass(frozen=True)

@@ -36,9 +36,9 @@ from pathlib import PurePath
 from typing import Any, Final
 
 from loopwatch import _fastjson
-from loopwatch._undefined import UNDEFINED
-from loopwatch.jsstr import WS_CHARS, js_trim, utf16_key
-from loopwatch.normalizers import reduce_update_plan, validate_normalizers
+from loopwatch.core._undefined import UNDEFINED
+from loopwatch.core.jsstr import WS_CHARS, js_trim, utf16_key
+from loopwatch.core.normalizers import reduce_update_plan, validate_normalizers
 
 #: Deepest nesting :func:`stable_stringify` accepts; deeper values are unserialisable
 #: (SPEC §8.5 asks for at least 10,000). The iterative walk could go deeper, but a fixed

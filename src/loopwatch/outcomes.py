@@ -14,16 +14,16 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from loopwatch._undefined import UNDEFINED
+from loopwatch.core._undefined import UNDEFINED
+from loopwatch.core.jsstr import js_trim
+from loopwatch.core.normalizers import reduce_update_plan, validate_normalizers
 from loopwatch.fingerprint import (
     digest,
     digest_details_and_text,
     format_js_number,
     stable_stringify,
 )
-from loopwatch.jsstr import js_trim
 from loopwatch.messages import DENIED_REASON_TOOL_LOOP
-from loopwatch.normalizers import reduce_update_plan, validate_normalizers
 
 _WS_BODY: Final = (
     "\\t\\n\\x0b\\x0c\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff"

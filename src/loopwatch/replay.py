@@ -28,13 +28,13 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final, Literal
 
-from loopwatch._undefined import UNDEFINED
 from loopwatch.adaptive import AdaptiveConfig
-from loopwatch.compaction import PostCompactionLoopPersistedError
 from loopwatch.config import Profile
+from loopwatch.core._undefined import UNDEFINED
+from loopwatch.core.naming import normalize_tool_name
+from loopwatch.detectors.compaction import PostCompactionLoopPersistedError
 from loopwatch.fingerprint import hash_tool_call
 from loopwatch.guard import Decision, LoopGuard
-from loopwatch.naming import normalize_tool_name
 from loopwatch.transcripts.model import Compaction, Run
 
 ReplayAction = Literal["allow", "warn", "block", "abort", "not-replayed"]

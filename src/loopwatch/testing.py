@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from loopwatch._undefined import UNDEFINED
+from loopwatch.core._undefined import UNDEFINED
 from loopwatch.guard import Decision, LoopGuard
 from loopwatch.stores.reference import ReferenceStore
 

@@ -151,7 +151,7 @@ def test_the_graph_sees_lazy_imports_but_not_annotations() -> None:
     graph = import_graph()
     # profiles imports the adaptive module lazily: an edge. The errors module names its
     # types under TYPE_CHECKING: no edge.
-    assert "loopwatch.adaptive" in graph["loopwatch.profiles"]
+    assert "loopwatch.adaptive" in graph["loopwatch.detectors.profiles"]
     assert graph["loopwatch.errors"] == set()
 
 

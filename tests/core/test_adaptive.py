@@ -19,7 +19,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loopwatch import ConfigError, ConfigIssue
-from loopwatch._undefined import UNDEFINED
 from loopwatch.adaptive import (
     CYCLE,
     DEFAULT_ADAPTIVE_CONFIG,
@@ -47,8 +46,9 @@ from loopwatch.adaptive import (
     result_failure_text,
     shell_command_mutates,
 )
+from loopwatch.core._undefined import UNDEFINED
+from loopwatch.core.naming import normalize_tool_name
 from loopwatch.fingerprint import hash_tool_call
-from loopwatch.naming import normalize_tool_name
 
 # --- helpers ---------------------------------------------------------------------------------
 

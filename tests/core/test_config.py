@@ -19,7 +19,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loopwatch._undefined import UNDEFINED
 from loopwatch.config import (
     BLOCK_KEYS,
     CONFIG_FIELDS,
@@ -41,6 +40,7 @@ from loopwatch.config import (
     resolve_window_size,
     validate_openclaw_config,
 )
+from loopwatch.core._undefined import UNDEFINED
 
 MSG_WC = "tools.loopDetection.warningThreshold must be lower than criticalThreshold."
 MSG_CG = "tools.loopDetection.criticalThreshold must be lower than globalCircuitBreakerThreshold."

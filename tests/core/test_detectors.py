@@ -31,7 +31,7 @@ from loopwatch import (
     record_tool_call_outcome,
     resolve_config,
 )
-from loopwatch.detectors import evaluate
+from loopwatch.detectors.reference import evaluate
 
 LOGGER = "loopwatch.detection"
 CFG: dict[str, Any] = {

@@ -27,6 +27,7 @@ from hypothesis import currently_in_test_context, event, given, settings
 from hypothesis import strategies as st
 
 from loopwatch import UNDEFINED, LoopGuard, _fastjson, fingerprint
+from loopwatch.core.jsstr import WS_CHARS, js_trim
 from loopwatch.fingerprint import (
     TRIM_SCAN,
     digest,
@@ -36,7 +37,6 @@ from loopwatch.fingerprint import (
     stable_stringify,
     stable_stringify_pure,
 )
-from loopwatch.jsstr import WS_CHARS, js_trim
 from loopwatch.outcomes import hash_tool_outcome
 
 orjson = pytest.importorskip("orjson")

@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 
 from example_values import decode_value
 from loopwatch import fingerprint
-from loopwatch._undefined import UNDEFINED
+from loopwatch.core._undefined import UNDEFINED
 from loopwatch.fingerprint import (
     MAX_DEPTH,
     digest,

@@ -1,7 +1,7 @@
 """The memory store's incremental history against a plain list (issue #6).
 
 ``MemoryStore`` keeps compact records, per-run lists and a call index, and answers the
-detectors from them (``loopwatch.stores._history``); every other store hands
+detectors from them (``loopwatch.stores.memory._history``); every other store hands
 ``evaluate`` a plain sequence. These tests prove both give the same answers:
 
 - ``ReferenceStore`` below is the straightforward store of SPEC §1/§3.6/§6.2: one list
@@ -34,14 +34,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from loopwatch import UNDEFINED, LoopGuard, MemoryStore, resolve_config
-from loopwatch.compaction import GuardSnapshot, GuardVerdict
-from loopwatch.detectors import RunHistory, ScannedRun, evaluate
+from loopwatch.core.records import ToolCallRecord
+from loopwatch.detectors.compaction import GuardSnapshot, GuardVerdict
+from loopwatch.detectors.reference import RunHistory, ScannedRun, evaluate
 from loopwatch.fingerprint import hash_tool_call
-from loopwatch.history import ToolCallRecord
 from loopwatch.outcomes import OutcomeHash
-from loopwatch.stores import _history
-from loopwatch.stores._history import call_key, result_key
 from loopwatch.stores.base import GuardSpec, OutcomeWrite, Store
+from loopwatch.stores.memory import _history
+from loopwatch.stores.memory._history import call_key, result_key
 from loopwatch.testing import ReferenceStore
 
 INDEX_SIZES = [0, 2, _history.INDEX_FROM]

@@ -13,10 +13,10 @@ import pytest
 
 import loopwatch
 from loopwatch import UNDEFINED, LoopDetectedError, LoopVerdict
-from loopwatch._undefined import UNDEFINED as PRIVATE_UNDEFINED
-from loopwatch._undefined import UndefinedType
+from loopwatch.core._undefined import UNDEFINED as PRIVATE_UNDEFINED
+from loopwatch.core._undefined import UndefinedType
+from loopwatch.core.naming import normalize_run_id, normalize_tool_call_id, normalize_tool_name
 from loopwatch.events import params_summary
-from loopwatch.naming import normalize_run_id, normalize_tool_call_id, normalize_tool_name
 
 # =============================================================================================
 # Tool names (§5.1)

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from loopwatch import UNDEFINED, OutcomeHash, hash_tool_outcome
 from loopwatch.outcomes import error_text, extract_unknown_tool_name, strip_send_ids
 
-#: JavaScript's whitespace set (SPEC §3.0), spelled out independently of ``loopwatch.jsstr``.
+#: JavaScript's whitespace set (SPEC §3.0), spelled out independently of ``loopwatch.core.jsstr``.
 JS_WS = (
     "\t\n\x0b\x0c\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009"
     "\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"

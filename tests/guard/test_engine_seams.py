@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loopwatch import LoopGuard, LoopVerdict, ToolCallRecord
+from loopwatch.detectors.profiles import DetectorProfile, UpcomingCall
 from loopwatch.guard._policy import MAX_ERROR_TEXT, error_text
-from loopwatch.profiles import DetectorProfile, UpcomingCall
 
 S = "session"
 ON: dict[str, Any] = {"enabled": True}
@@ -336,3 +336,37 @@ def test_history_records_are_public_records() -> None:
     guard = LoopGuard(ON)
     guard.before_call("read", {}, session_key=S)
     assert all(isinstance(r, ToolCallRecord) for r in guard.history(session_key=S))
+
+
+# --- GuardSettings -------------------------------------------------------------------------
+
+
+def test_guard_settings_resolve_without_a_guard(tmp_path: Any) -> None:
+    from loopwatch.settings import GuardSettings
+
+    path = tmp_path / "openclaw.json5"
+    path.write_text(
+        "{tools: {loopDetection: {warningThreshold: 5}},"
+        " agents: {list: [{id: 'a', tools: {loopDetection: {enabled: false}}}]},"
+        " loopwatch: {profile: 'adaptive'}}"
+    )
+    settings = GuardSettings.resolve(config_file=path)
+    assert settings.profile == "adaptive" and settings.adaptive is not None
+    _block, resolved = settings.block_for(None)
+    assert resolved.enabled  # the adaptive profile is its own opt-in
+    assert resolved.warning_threshold == 5
+    _block, agent = settings.block_for("a")
+    assert not agent.enabled  # ... unless enabled is false
+    explicit = GuardSettings.resolve(config_file=path, profile="reference")
+    assert explicit.adaptive is None and not explicit.block_for(None)[1].enabled
+    guard = LoopGuard(settings=settings)
+    assert guard.profile == "adaptive" and guard.settings is settings
+
+
+def test_guard_settings_reject_two_sources() -> None:
+    from loopwatch.settings import GuardSettings
+
+    with pytest.raises(TypeError):
+        GuardSettings.resolve({"enabled": True}, openclaw_config={})
+    with pytest.raises(TypeError):
+        LoopGuard({"enabled": True}, settings=GuardSettings.resolve())

@@ -21,7 +21,7 @@ from typing import Any
 import redis
 
 from loopwatch import LoopGuard
-from loopwatch.history import ToolCallRecord
+from loopwatch.core.records import ToolCallRecord
 from loopwatch.stores import RedisStore
 
 #: The calls workers pick from: few enough that loops form across processes.

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from loopwatch import UNDEFINED, LoopEvent, LoopGuard, Store
-from loopwatch.compaction import PostCompactionLoopPersistedError
+from loopwatch.detectors.compaction import PostCompactionLoopPersistedError
 from loopwatch.testing import FakeClock
 
 S = "agent:main:e2e"

@@ -13,11 +13,11 @@ import pytest
 from _redis_helpers import StoreFactory
 
 from loopwatch import LoopGuard, MemoryStore
-from loopwatch.compaction import GuardSnapshot, GuardVerdict, PostCompactionGuard
-from loopwatch.history import ToolCallRecord
+from loopwatch.core.records import ToolCallRecord
+from loopwatch.detectors.compaction import GuardSnapshot, GuardVerdict, PostCompactionGuard
 from loopwatch.outcomes import OutcomeHash
 from loopwatch.stores.base import GuardSpec, OutcomeWrite, Store
-from loopwatch.stores.memory import MAX_WARNING_KEYS
+from loopwatch.stores.memory.store import MAX_WARNING_KEYS
 
 T0 = 1_700_000_000.0
 S = "agent:main:contract"

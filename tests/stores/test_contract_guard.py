@@ -16,7 +16,7 @@ import pytest
 from _scenarios import LOW, SCENARIOS, Host, S, Transcript, play
 
 from loopwatch import UNDEFINED, LoopGuard, MemoryStore, Store
-from loopwatch.compaction import PostCompactionLoopPersistedError
+from loopwatch.detectors.compaction import PostCompactionLoopPersistedError
 from loopwatch.testing import FakeClock
 
 pytestmark = pytest.mark.redis

@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Generator, Sequence
 from typing import Any, NamedTuple, TypeVar
 
-from loopwatch.compaction import GuardVerdict
-from loopwatch.history import ToolCallRecord
+from loopwatch.core.records import ToolCallRecord
+from loopwatch.detectors.compaction import GuardVerdict
 from loopwatch.stores.base import GuardSpec, OutcomeWrite, Store
 
 

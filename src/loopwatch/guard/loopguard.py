@@ -8,34 +8,40 @@ events. It never raises into the agent, except the deliberate post-compaction ab
 The class holds the public methods and their async twins. What they are made of lives
 beside it: the typed store operations and their drivers (``_ops``), the failure policy
 (``_policy``), the measured hot-path helpers (``_memo``) and, one layer down, the detector
-profiles (:mod:`loopwatch.profiles`).
+profiles (:mod:`loopwatch.detectors.profiles`).
 """
 
 from __future__ import annotations
 
 import inspect
 import logging
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from copy import deepcopy
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from loopwatch import messages
-from loopwatch._undefined import UNDEFINED
-from loopwatch.compaction import GuardSnapshot, GuardVerdict, log_abort, log_armed
 from loopwatch.config import (
     LoopDetectionConfig,
     Profile,
     ResolvedConfig,
-    merge_agent_config,
-    profile_of_openclaw_config,
-    resolve_config,
-    validate_openclaw_config,
 )
-from loopwatch.detectors import NOT_STUCK, LoopVerdict, RunHistory, is_known_poll
+from loopwatch.core._undefined import UNDEFINED
+from loopwatch.core.jsstr import is_blank
+from loopwatch.core.naming import normalize_run_id, normalize_tool_call_id, normalize_tool_name
+from loopwatch.core.normalizers import validate_normalizers
+from loopwatch.core.records import ToolCallRecord
+from loopwatch.detectors.compaction import GuardSnapshot, GuardVerdict, log_abort, log_armed
+from loopwatch.detectors.profiles import (
+    FIRST_WARNING_MODES,
+    PROFILES,
+    Detector,
+    DetectorProfile,
+    FirstWarning,
+    UpcomingCall,
+    WithDetectors,
+)
+from loopwatch.detectors.reference import NOT_STUCK, LoopVerdict, RunHistory, is_known_poll
 from loopwatch.errors import PostCompactionLoopPersistedError, StoreError
 from loopwatch.events import (
     CompactionLoopPersistedEvent,
@@ -67,22 +73,10 @@ from loopwatch.guard._policy import (
     error_text,
     strict_from_env,
 )
-from loopwatch.history import ToolCallRecord
-from loopwatch.jsstr import is_blank
-from loopwatch.naming import normalize_run_id, normalize_tool_call_id, normalize_tool_name
-from loopwatch.normalizers import validate_normalizers
 from loopwatch.outcomes import hash_tool_outcome
-from loopwatch.profiles import (
-    FIRST_WARNING_MODES,
-    PROFILES,
-    Detector,
-    DetectorProfile,
-    FirstWarning,
-    UpcomingCall,
-    WithDetectors,
-)
+from loopwatch.settings import GuardSettings
 from loopwatch.stores.base import GuardSpec, OutcomeWrite, Store
-from loopwatch.stores.memory import MemoryStore
+from loopwatch.stores.memory.store import MemoryStore
 
 if TYPE_CHECKING:
     from loopwatch.adaptive import AdaptiveConfig
@@ -198,11 +192,13 @@ class LoopGuard:
         profile: ``"reference"`` (default), ``"adaptive"`` (the reference detectors plus
             the adaptive ones, which stop short real-world loops early, and in which
             detection is on unless ``enabled`` is explicitly ``false``: choosing the
-            profile is the opt-in), or a :class:`~loopwatch.profiles.DetectorProfile`.
+            profile is the opt-in), or a :class:`~loopwatch.detectors.profiles.DetectorProfile`.
         adaptive: the adaptive profile's settings (an :class:`AdaptiveConfig` or the
             camelCase ``loopwatch.adaptive`` mapping); default: those of
             ``openclaw_config``'s ``loopwatch.adaptive`` block, else the defaults.
-        detectors: detectors of your own (:class:`~loopwatch.profiles.Detector`), run
+        settings: settings resolved beforehand (:meth:`GuardSettings.resolve`), instead of
+            ``config`` / ``openclaw_config`` / ``adaptive``.
+        detectors: detectors of your own (:class:`~loopwatch.detectors.profiles.Detector`), run
             after the profile's.
         first_warning: ``"reference"`` (SPEC §5.3: warnings when ``count // 10`` grows, so
             a warning threshold below 10 first warns at 10) or ``"immediate"`` (the first
@@ -230,45 +226,25 @@ class LoopGuard:
         enforce: bool = True,
         profile: Profile | DetectorProfile | None = None,
         adaptive: AdaptiveConfig | Mapping[str, Any] | None = None,
+        settings: GuardSettings | None = None,
         detectors: Sequence[Detector] = (),
         first_warning: FirstWarning = "reference",
         strict: bool | None = None,
     ) -> None:
-        if config is not None and openclaw_config is not None:
-            raise TypeError("pass either config or openclaw_config, not both")
-        self._openclaw_config: dict[str, Any] | None = None
-        self._block: dict[str, Any] | None = None
-        config_profile: Profile = "reference"
-        if isinstance(config, ResolvedConfig):
-            raise TypeError(
-                "LoopGuard needs a LoopDetectionConfig or a mapping, not a ResolvedConfig "
-                "(it no longer knows whether 'enabled' was unset)"
+        if settings is None:
+            settings = GuardSettings.resolve(
+                config,
+                openclaw_config=openclaw_config,
+                profile="reference" if isinstance(profile, DetectorProfile) else profile,
+                adaptive=adaptive,
             )
-        if isinstance(config, LoopDetectionConfig):
-            self._block = config.to_mapping()
-            config_profile = config.profile
-        elif isinstance(config, Mapping):
-            self._block = LoopDetectionConfig.from_mapping(config).to_mapping()
-        elif config is not None:
-            raise TypeError(
-                f"config must be a LoopDetectionConfig, a mapping or None, "
-                f"not {type(config).__name__}"
-            )
-        if openclaw_config is not None:
-            if not isinstance(openclaw_config, Mapping):
-                raise TypeError("openclaw_config must be a mapping")
-            validate_openclaw_config(openclaw_config)
-            self._openclaw_config = deepcopy(dict(openclaw_config))
-            config_profile = profile_of_openclaw_config(self._openclaw_config)
+        elif config is not None or openclaw_config is not None:
+            raise TypeError("pass either settings or a config, not both")
         if first_warning not in FIRST_WARNING_MODES:
             raise ValueError(
                 f"first_warning must be 'reference' or 'immediate', not {first_warning!r}"
             )
         self.first_warning: FirstWarning = first_warning
-        self._agent_cache: OrderedDict[str | None, tuple[dict[str, Any] | None, ResolvedConfig]]
-        self._agent_cache = OrderedDict()
-        self._agent_lock = threading.Lock()
-
         self._listeners: tuple[Listener, ...] = tuple(listeners)
         for listener in self._listeners:
             if inspect.iscoroutinefunction(listener):
@@ -282,13 +258,21 @@ class LoopGuard:
         self.enforce: bool = bool(enforce)
         self.strict: bool = strict_from_env() if strict is None else bool(strict)
 
-        chosen = self._detector_profile(profile, config_profile, adaptive)
+        chosen = self._detector_profile(profile, settings)
         if detectors:
             chosen = WithDetectors(chosen, detectors)
         self.detector_profile: DetectorProfile = chosen
         #: The profile's name (``"reference"``, ``"adaptive"``, or a custom profile's).
         self.profile: str = chosen.name
-        self._resolved = self._profile_resolved(self._block, resolve_config(self._block))
+        if (settings.profile, settings.detection_by_default) != (
+            chosen.name,
+            chosen.detection_by_default,
+        ):
+            settings = replace(
+                settings, profile=chosen.name, detection_by_default=chosen.detection_by_default
+            )
+        #: The resolved settings (config, agent overrides, profile) this guard runs with.
+        self.settings: GuardSettings = settings
 
         self._detection_failed = OnceLog(messages.LOG_DETECTION_FAILED)
         self._outcome_failed = OnceLog(messages.LOG_OUTCOME_FAILED)
@@ -304,31 +288,17 @@ class LoopGuard:
         self._finished = BoundedMap(CALL_ID_MEMORY)
 
     def _detector_profile(
-        self,
-        profile: Profile | DetectorProfile | None,
-        config_profile: Profile,
-        adaptive: AdaptiveConfig | Mapping[str, Any] | None,
+        self, profile: Profile | DetectorProfile | None, settings: GuardSettings
     ) -> DetectorProfile:
-        """The detector profile: an explicit one, else the config's (SPEC §9.3)."""
+        """The detector profile: an explicit instance, else the settings' (SPEC §9.3)."""
         if isinstance(profile, DetectorProfile):
             return profile
-        chosen = profile if profile is not None else config_profile
-        if chosen not in PROFILES:
-            raise ValueError(f"profile must be 'reference' or 'adaptive', not {chosen!r}")
-        if chosen != "adaptive":
-            return PROFILES[chosen]()
-        from loopwatch.adaptive import AdaptiveConfig
-
-        if isinstance(adaptive, AdaptiveConfig):
-            settings = adaptive
-        elif adaptive is not None:
-            settings = AdaptiveConfig.from_mapping(adaptive)
-        else:
-            block = (self._openclaw_config or {}).get("loopwatch")
-            found = block.get("adaptive") if isinstance(block, Mapping) else None
-            settings = AdaptiveConfig.from_mapping(found)
-        return PROFILES[chosen](
-            config=settings, send_tools=self.send_tools, normalizers=self.normalizers
+        if settings.profile not in PROFILES:
+            raise ValueError(f"profile must be 'reference' or 'adaptive', not {settings.profile!r}")
+        if settings.profile != "adaptive":
+            return PROFILES[settings.profile]()
+        return PROFILES["adaptive"](
+            config=settings.adaptive, send_tools=self.send_tools, normalizers=self.normalizers
         )
 
     # --- configuration ---------------------------------------------------------------
@@ -349,18 +319,7 @@ class LoopGuard:
 
     def block_for(self, agent_id: object = None) -> tuple[dict[str, Any] | None, ResolvedConfig]:
         """The merged block of a call and its resolved config (SPEC §5.1)."""
-        if self._openclaw_config is None:
-            return self._block, self._resolved
-        agent = agent_id if isinstance(agent_id, str) else None
-        cached = self._agent_cache.get(agent)
-        if cached is None:
-            block = merge_agent_config(self._openclaw_config, agent)
-            cached = (block, self._profile_resolved(block, resolve_config(block)))
-            with self._agent_lock:
-                self._agent_cache[agent] = cached
-                if len(self._agent_cache) > _MAX_CACHED_AGENTS:
-                    self._agent_cache.popitem(last=False)
-        return cached
+        return self.settings.block_for(agent_id)
 
     def _guard_spec(self, resolved: ResolvedConfig) -> GuardSpec:
         """The post-compaction guard spec of a resolved config (SPEC §6.2), shared."""
@@ -369,16 +328,6 @@ class LoopGuard:
         if spec is None:
             spec = self._guard_specs[key] = GuardSpec(*key)
         return spec
-
-    def _profile_resolved(
-        self, block: Mapping[str, Any] | None, resolved: ResolvedConfig
-    ) -> ResolvedConfig:
-        """A profile that is its own opt-in runs detection unless ``enabled: false``."""
-        if not self.detector_profile.detection_by_default or resolved.enabled:
-            return resolved
-        if block is not None and block.get("enabled") is False:
-            return resolved
-        return replace(resolved, enabled=True)
 
     # --- plumbing --------------------------------------------------------------------
 

@@ -58,8 +58,8 @@ from loopwatch.adapter import (
     render_for_model,
     unknown_tool_error,
 )
-from loopwatch.compaction import PostCompactionLoopPersistedError
 from loopwatch.config import ConfigError, LoopDetectionConfig, resolve_config
+from loopwatch.detectors.compaction import PostCompactionLoopPersistedError
 from loopwatch.errors import LoopDetectedError
 from loopwatch.guard import LoopGuard
 from loopwatch.messages import (

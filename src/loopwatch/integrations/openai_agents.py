@@ -74,8 +74,8 @@ from loopwatch.adapter import (
     append_warning,
     render_for_model,
 )
-from loopwatch.compaction import PostCompactionLoopPersistedError
-from loopwatch.detectors import LoopVerdict
+from loopwatch.detectors.compaction import PostCompactionLoopPersistedError
+from loopwatch.detectors.reference import LoopVerdict
 from loopwatch.errors import LoopDetectedError
 from loopwatch.guard import LoopGuard
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from loopwatch.stores.base import GuardSpec, OutcomeWrite, Store, StoreError
-from loopwatch.stores.memory import MemoryStore
+from loopwatch.stores.memory.store import MemoryStore
 
 if TYPE_CHECKING:
     from loopwatch.stores.redis import RedisStore

@@ -16,9 +16,9 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from loopwatch.compaction import GuardSnapshot, GuardVerdict
+from loopwatch.core.records import ToolCallRecord
+from loopwatch.detectors.compaction import GuardSnapshot, GuardVerdict
 from loopwatch.errors import StoreError
-from loopwatch.history import ToolCallRecord
 from loopwatch.outcomes import OutcomeHash
 
 

@@ -37,11 +37,11 @@ from importlib import resources
 from typing import Any, Final, Generic, TypeVar
 
 from loopwatch import messages
-from loopwatch.compaction import COMPACTION_LOOP_PERSISTED, GuardSnapshot, GuardVerdict
-from loopwatch.history import ToolCallRecord
+from loopwatch.core.records import ToolCallRecord
+from loopwatch.detectors.compaction import COMPACTION_LOOP_PERSISTED, GuardSnapshot, GuardVerdict
 from loopwatch.stores._protocols import AsyncRedisClient, RedisClient
 from loopwatch.stores.base import GuardSpec, OutcomeWrite, Store, StoreError
-from loopwatch.stores.memory import MAX_WARNING_KEYS
+from loopwatch.stores.memory.store import MAX_WARNING_KEYS
 
 T = TypeVar("T")
 

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Final
 
-from loopwatch.compaction import GuardSnapshot, GuardVerdict, PostCompactionGuard
-from loopwatch.history import ToolCallRecord, append_call, apply_outcome
+from loopwatch.core.records import ToolCallRecord, append_call, apply_outcome
+from loopwatch.detectors.compaction import GuardSnapshot, GuardVerdict, PostCompactionGuard
 from loopwatch.stores.base import GuardSpec, OutcomeWrite, Store
 
 _NO_GUARD: Final = GuardSnapshot(armed=False, remaining_attempts=0)

@@ -113,7 +113,7 @@ def store_from_url(url: str, **options: Any) -> Store:
                 f"invalid store URL {url!r}: memory:// takes no host, path or query "
                 "(pass max_sessions= / idle_ttl_s= as keyword arguments)"
             )
-        from loopwatch.stores.memory import MemoryStore
+        from loopwatch.stores.memory.store import MemoryStore
 
         return MemoryStore(**options)
     parse_redis_url(url)

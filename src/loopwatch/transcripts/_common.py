@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from loopwatch._undefined import UNDEFINED
+from loopwatch.core._undefined import UNDEFINED
 from loopwatch.transcripts.model import Compaction, ReplayCall, ReplayEvent, Run, TranscriptError
 
 #: Label of the run holding calls without a run id, in a transcript that also has run ids.

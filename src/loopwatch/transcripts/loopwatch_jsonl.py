@@ -25,7 +25,7 @@ from __future__ import annotations
 import numbers
 from collections.abc import Mapping
 
-from loopwatch._undefined import UNDEFINED
+from loopwatch.core._undefined import UNDEFINED
 from loopwatch.transcripts._common import (
     CallDraft,
     RunAssembler,

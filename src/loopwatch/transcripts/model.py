@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
-from loopwatch._undefined import UNDEFINED
+from loopwatch.core._undefined import UNDEFINED
 
 #: The names ``--format`` accepts, in the order auto-detection documents them.
 FormatName = Literal["loopwatch", "openai", "anthropic", "claude-code", "openclaw"]

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from loopwatch._undefined import UNDEFINED
+from loopwatch.core._undefined import UNDEFINED
 from loopwatch.transcripts._common import (
     CallDraft,
     RunAssembler,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from loopwatch.jsstr import js_trim
+from loopwatch.core.jsstr import js_trim
 
 #: Exact-match aliases applied after trimming and lower-casing (a plain dict lookup, so
 #: names such as ``constructor`` are never aliases).

@@ -14,8 +14,8 @@ from collections.abc import Iterable, Sequence
 from typing import Final, Literal
 
 from loopwatch import messages
-from loopwatch.jsstr import is_blank, js_trim
-from loopwatch.naming import normalize_tool_name
+from loopwatch.core.jsstr import is_blank, js_trim
+from loopwatch.core.naming import normalize_tool_name
 
 _DEFAULT_THRESHOLD: Final = 10
 

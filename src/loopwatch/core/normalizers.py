@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Final
 
-from loopwatch.jsstr import is_blank
+from loopwatch.core.jsstr import is_blank
 
 #: Every normaliser name loopwatch knows (SPEC §3.7, §9.1).
 KNOWN_NORMALIZERS: Final[frozenset[str]] = frozenset({"update_plan"})

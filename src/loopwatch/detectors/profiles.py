@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, Protocol
 
 from loopwatch import messages
-from loopwatch.detectors import (
+from loopwatch.core.naming import normalize_tool_name
+from loopwatch.detectors.reference import (
     NOT_STUCK,
     UNKNOWN_TOOL_REPEAT,
     LoopVerdict,
@@ -36,7 +37,6 @@ from loopwatch.detectors import (
     evaluate,
     log_verdict,
 )
-from loopwatch.naming import normalize_tool_name
 
 if TYPE_CHECKING:
     from loopwatch.adaptive import AdaptiveConfig

@@ -4,7 +4,7 @@ What the memory store keeps per session, shaped so that a guarded call costs the
 whatever the history size, and so that a record costs about 250 bytes instead of 430:
 
 - :class:`CompactRecord`: one record, its two digests and its timestamp packed into one
-  ``bytes`` object; the public :class:`~loopwatch.history.ToolCallRecord` is built on
+  ``bytes`` object; the public :class:`~loopwatch.core.records.ToolCallRecord` is built on
   demand when a record leaves the store.
 - :class:`RunRecords`: the records of one run, oldest first, and, once the run is longer
   than :data:`INDEX_FROM`, an index from each call signature to its records.
@@ -26,8 +26,8 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Final, overload
 
-from loopwatch.detectors import NO_PING_PONG, PingPong, RunHistory, no_progress_evidence
-from loopwatch.history import ToolCallRecord
+from loopwatch.core.records import ToolCallRecord
+from loopwatch.detectors.reference import NO_PING_PONG, PingPong, RunHistory, no_progress_evidence
 from loopwatch.stores.base import OutcomeWrite
 
 #: A run longer than this gets its index by call signature. Shorter runs are scanned: a
@@ -484,7 +484,7 @@ class SessionHistory:
     def record_outcome(self, write: OutcomeWrite) -> ToolCallRecord:
         """Fill the newest matching pending record, or append a complete one, then trim.
 
-        :func:`loopwatch.history.apply_outcome` on this history (SPEC §3.6), for an outcome
+        :func:`loopwatch.core.records.apply_outcome` on this history (SPEC §3.6), for an outcome
         that has a hash; returns the record now in the history.
         """
         result_hash = write.outcome.result_hash

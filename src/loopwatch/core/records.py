@@ -10,10 +10,10 @@ import time
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
-from loopwatch._undefined import UNDEFINED
 from loopwatch.config import resolve_config
+from loopwatch.core._undefined import UNDEFINED
+from loopwatch.core.naming import normalize_run_id
 from loopwatch.fingerprint import hash_tool_call
-from loopwatch.naming import normalize_run_id
 from loopwatch.outcomes import OutcomeHash, hash_tool_outcome
 
 

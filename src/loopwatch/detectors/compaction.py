@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Final
 
 from loopwatch import messages
-from loopwatch._undefined import UNDEFINED
 from loopwatch.config import js_truthy, resolve_window_size
+from loopwatch.core._undefined import UNDEFINED
 from loopwatch.errors import COMPACTION_LOOP_PERSISTED, PostCompactionLoopPersistedError
 
 logger = logging.getLogger("loopwatch.guard")

@@ -4,7 +4,7 @@ Sessions live in an LRU map with lazy idle expiry (no background thread). One re
 lock serialises every operation, so parallel tool calls of a session, from threads or
 asyncio tasks, lose no record; operations take microseconds, so one lock is enough.
 
-A session's history is kept compact and indexed per run (:mod:`loopwatch.stores._history`),
+A session's history is kept compact and indexed per run (:mod:`loopwatch.stores.memory._history`),
 so that a call costs the same whatever the history size: ``begin_call`` hands the
 detectors a live view of the run instead of a copy.
 """
@@ -16,10 +16,15 @@ from collections import OrderedDict
 from contextlib import AbstractContextManager
 from typing import Final
 
-from loopwatch.compaction import IDLE_VERDICT, GuardSnapshot, GuardVerdict, PostCompactionGuard
-from loopwatch.history import ToolCallRecord
-from loopwatch.stores._history import RunView, SessionHistory, call_key
+from loopwatch.core.records import ToolCallRecord
+from loopwatch.detectors.compaction import (
+    IDLE_VERDICT,
+    GuardSnapshot,
+    GuardVerdict,
+    PostCompactionGuard,
+)
 from loopwatch.stores.base import GuardSpec, OutcomeWrite, Store
+from loopwatch.stores.memory._history import RunView, SessionHistory, call_key
 
 #: A session keeps at most this many warning keys; the oldest is forgotten first.
 MAX_WARNING_KEYS: Final = 256

@@ -15,11 +15,11 @@ from typing import Final, Literal, Protocol
 
 from loopwatch import messages
 from loopwatch.config import ResolvedConfig, resolve_config
+from loopwatch.core.jsstr import utf16_key
+from loopwatch.core.naming import normalize_run_id
+from loopwatch.core.normalizers import validate_normalizers
+from loopwatch.core.records import SessionState, ToolCallRecord
 from loopwatch.fingerprint import hash_tool_call
-from loopwatch.history import SessionState, ToolCallRecord
-from loopwatch.jsstr import utf16_key
-from loopwatch.naming import normalize_run_id
-from loopwatch.normalizers import validate_normalizers
 
 logger = logging.getLogger("loopwatch.detection")
 
@@ -103,7 +103,7 @@ class RunHistory(ABC):
     :func:`evaluate` takes either a plain sequence of records, which :class:`ScannedRun`
     answers by walking it, or a store's own ``RunHistory`` that answers from an index
     maintained as records come and go (the memory store's, see
-    :mod:`loopwatch.stores._history`). Every implementation must give exactly the answers of
+    :mod:`loopwatch.stores.memory._history`). Every implementation must give exactly the answers of
     :class:`ScannedRun`; ``tests/core/test_incremental.py`` checks this on generated
     histories. They only read: the history does not change while they are asked.
     """

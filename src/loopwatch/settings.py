@@ -1,0 +1,174 @@
+"""``GuardSettings``: one place that turns what a user wrote into what a guard runs with.
+
+A guard's settings come from up to four places: a ``tools.loopDetection`` block (a mapping
+or a :class:`LoopDetectionConfig`), or a whole OpenClaw config (a mapping or a file) whose
+global block is merged with each agent's override; the loopwatch profile (an argument, the
+block object's ``profile``, or the file's ``loopwatch.profile``); and the adaptive settings
+(an argument, or the file's ``loopwatch.adaptive``). :meth:`GuardSettings.resolve` applies
+one precedence to all of them, validates strictly (raising :class:`ConfigError`), and gives
+the CLI, ``scan`` and the guard the same answer without building a guard:
+
+* an explicit ``profile`` / ``adaptive`` argument wins over the config's own;
+* a ``LoopDetectionConfig``'s ``profile`` comes next, then ``loopwatch.profile``;
+* the default profile is ``reference``; a profile that is its own opt-in (``adaptive``)
+  runs detection unless the block says ``enabled: false`` explicitly.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+from copy import deepcopy
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Final
+
+from loopwatch.config import (
+    LoopDetectionConfig,
+    Profile,
+    ResolvedConfig,
+    load_config_file,
+    merge_agent_config,
+    profile_of_openclaw_config,
+    resolve_config,
+    validate_openclaw_config,
+)
+
+if TYPE_CHECKING:
+    from loopwatch.adaptive import AdaptiveConfig
+
+_MAX_CACHED_AGENTS: Final = 1024
+
+
+@dataclass(frozen=True, eq=False)
+class GuardSettings:
+    """The resolved settings of a guard; immutable, validated once.
+
+    Attributes:
+        block: the global ``tools.loopDetection`` block as a camelCase mapping of its set
+            fields, or ``None`` (everything unset).
+        openclaw_config: the whole config, merged per agent, or ``None``.
+        profile: the loopwatch profile's name.
+        adaptive: the adaptive settings (``None`` unless the profile is ``adaptive``).
+        detection_by_default: whether the profile is its own opt-in to detection (the
+            adaptive one is): detection then runs unless the block says ``enabled: false``.
+    """
+
+    block: Mapping[str, Any] | None
+    openclaw_config: Mapping[str, Any] | None
+    profile: str
+    adaptive: AdaptiveConfig | None
+    detection_by_default: bool = False
+    _cache: OrderedDict[str | None, tuple[dict[str, Any] | None, ResolvedConfig]] = field(
+        default_factory=OrderedDict, repr=False, init=False
+    )
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, init=False)
+
+    @classmethod
+    def resolve(
+        cls,
+        config: LoopDetectionConfig | Mapping[str, Any] | None = None,
+        *,
+        openclaw_config: Mapping[str, Any] | None = None,
+        config_file: str | os.PathLike[str] | None = None,
+        profile: str | None = None,
+        adaptive: AdaptiveConfig | Mapping[str, Any] | None = None,
+    ) -> GuardSettings:
+        """Resolve and validate every source with one precedence (see the module doc).
+
+        Args:
+            config: a ``tools.loopDetection`` block.
+            openclaw_config: a whole OpenClaw config instead.
+            config_file: a whole OpenClaw config file instead (JSON5 or JSON).
+            profile: the profile's name, over the config's own.
+            adaptive: the adaptive settings, over the config's ``loopwatch.adaptive``.
+
+        Raises:
+            ConfigError: a config, file or adaptive block the schema rejects.
+            TypeError: more than one config source, or one of the wrong type (a
+                ``ResolvedConfig`` no longer knows whether ``enabled`` was unset).
+            ValueError: an unknown profile.
+        """
+        given = [s for s in (config, openclaw_config, config_file) if s is not None]
+        if len(given) > 1:
+            raise TypeError("pass either config or openclaw_config, not both")
+        if config_file is not None:
+            openclaw_config = load_config_file(config_file)
+        block: dict[str, Any] | None = None
+        whole: dict[str, Any] | None = None
+        config_profile: Profile = "reference"
+        if isinstance(config, ResolvedConfig):
+            raise TypeError(
+                "LoopGuard needs a LoopDetectionConfig or a mapping, not a ResolvedConfig "
+                "(it no longer knows whether 'enabled' was unset)"
+            )
+        if isinstance(config, LoopDetectionConfig):
+            block = config.to_mapping()
+            config_profile = config.profile
+        elif isinstance(config, Mapping):
+            block = LoopDetectionConfig.from_mapping(config).to_mapping()
+        elif config is not None:
+            raise TypeError(
+                f"config must be a LoopDetectionConfig, a mapping or None, "
+                f"not {type(config).__name__}"
+            )
+        if openclaw_config is not None:
+            if not isinstance(openclaw_config, Mapping):
+                raise TypeError("openclaw_config must be a mapping")
+            validate_openclaw_config(openclaw_config)
+            whole = deepcopy(dict(openclaw_config))
+            config_profile = profile_of_openclaw_config(whole)
+        chosen = profile if profile is not None else config_profile
+        settings = None
+        if chosen == "adaptive":
+            settings = _adaptive_settings(adaptive, whole)
+        return cls(block, whole, chosen, settings, detection_by_default=chosen == "adaptive")
+
+    def block_for(self, agent_id: object = None) -> tuple[dict[str, Any] | None, ResolvedConfig]:
+        """The merged block of a call's agent and its resolved config (SPEC §5.1, §7.3).
+
+        Args:
+            agent_id: the agent of the call (only a ``str`` selects an override).
+
+        Returns:
+            ``(block, resolved)``; ``resolved`` has detection on for a profile that is its
+            own opt-in unless the block says ``enabled: false``.
+        """
+        agent = agent_id if isinstance(agent_id, str) and self.openclaw_config else None
+        cached = self._cache.get(agent)
+        if cached is None:
+            if self.openclaw_config is None:
+                block = None if self.block is None else dict(self.block)
+            else:
+                block = merge_agent_config(self.openclaw_config, agent)
+            cached = (block, self._opt_in(block, resolve_config(block)))
+            with self._lock:
+                self._cache[agent] = cached
+                if len(self._cache) > _MAX_CACHED_AGENTS:
+                    self._cache.popitem(last=False)
+        return cached
+
+    def _opt_in(self, block: Mapping[str, Any] | None, resolved: ResolvedConfig) -> ResolvedConfig:
+        if not self.detection_by_default or resolved.enabled:
+            return resolved
+        if block is not None and block.get("enabled") is False:
+            return resolved
+        return replace(resolved, enabled=True)
+
+
+def _adaptive_settings(
+    adaptive: AdaptiveConfig | Mapping[str, Any] | None, whole: Mapping[str, Any] | None
+) -> AdaptiveConfig:
+    from loopwatch.adaptive import AdaptiveConfig
+
+    if isinstance(adaptive, AdaptiveConfig):
+        return adaptive
+    if adaptive is not None:
+        return AdaptiveConfig.from_mapping(adaptive)
+    found = (whole or {}).get("loopwatch")
+    block = found.get("adaptive") if isinstance(found, Mapping) else None
+    return AdaptiveConfig.from_mapping(block)
+
+
+__all__ = ["GuardSettings"]
