@@ -25,6 +25,7 @@ import pstats
 import statistics
 import sys
 import time
+from collections.abc import Generator
 from typing import Any
 
 import bench_reference_node as bench
@@ -227,6 +228,97 @@ def split(side: bench.LoopwatchSide, profile: str, mode: str, passes: int) -> li
     return out
 
 
+#: (label, statement): single constructs of the hot path; names from :func:`micro`'s globals.
+MICRO: tuple[tuple[str, str], ...] = (
+    ("empty function call (the unit)", "empty()"),
+    (
+        "ToolCallRecord(8 fields, positional): frozen slots dataclass",
+        "ToolCallRecord('exec', H, 'c1', None, None, None, 1, None)",
+    ),
+    ("namedtuple of 8 fields (yardstick)", "Eight(1, 2, 3, 4, 5, 6, 7, 8)"),
+    ("plain __slots__ class of 8 fields (yardstick)", "Slots8(1, 2, 3, 4, 5, 6, 7, 8)"),
+    ("OutcomeHash(hash, None): frozen slots dataclass", "OutcomeHash(H, None)"),
+    (
+        "OutcomeWrite(8 keywords): NamedTuple",
+        "OutcomeWrite(tool_name='exec', args_hash=H, tool_call_id='c1', run_id=None, "
+        "outcome=None, history_size=30, timestamp=1, adaptive_facts=None)",
+    ),
+    ("_ArgsMemo.of(dict of 2 scalars)", "_ArgsMemo.of('exec', PARAMS, H)"),
+    ("generator step: next + send + StopIteration (as _drive)", "drive()"),
+    ("with RLock: (the session lock)", "with LOCK: pass"),
+    ("isinstance('text', Mapping) (ABC check)", "isinstance('text', Mapping)"),
+    ("type(x) is dict", "type(TEXT) is dict"),
+    ("call_key(tool, args_hash): hex to 32 bytes", "call_key('exec', H)"),
+    ("hash_tool_call('exec', small dict)", "hash_tool_call('exec', PARAMS)"),
+    ("hash_tool_outcome('exec', 100 B str)", "hash_tool_outcome('exec', PARAMS, result=RESULT)"),
+)
+
+
+class Slots8:
+    __slots__ = ("a", "b", "c", "d", "e", "f", "g", "h")
+
+    def __init__(self, a: int, b: int, c: int, d: int, e: int, f: int, g: int, h: int) -> None:
+        self.a, self.b, self.c, self.d = a, b, c, d
+        self.e, self.f, self.g, self.h = e, f, g, h
+
+
+def _steps() -> Generator[tuple[str, tuple[()]], Any, Any]:
+    got = yield ("begin_call", ())
+    return got
+
+
+def _drive() -> Any:
+    gen = _steps()
+    next(gen)
+    try:
+        gen.send(None)
+    except StopIteration as done:
+        return done.value
+    return None
+
+
+def micro() -> list[str]:
+    """Single constructs of the hot path, timed alone (``timeit``, best of 5), as multiples
+    of an empty function call: what each costs wherever it sits. Uses today's internal
+    names; a construct whose name is gone is reported as such."""
+    import threading
+    import timeit
+    from collections import namedtuple
+    from collections.abc import Mapping
+
+    env: dict[str, Any] = {
+        "H": "exec:" + "ab" * 32,
+        "PARAMS": {"command": "ls -la /tmp", "timeout": 30},
+        "RESULT": "x" * 100,
+        "TEXT": "text",
+        "Eight": namedtuple("Eight", "a b c d e f g h"),
+        "Slots8": Slots8,
+        "LOCK": threading.RLock(),
+        "Mapping": Mapping,
+        "drive": _drive,
+        "empty": lambda: None,
+    }
+    rows = ["| construct | ns | x empty call |", "|---|---|---|"]
+    unit = 0.0
+    for label, stmt in MICRO:
+        try:
+            for name in ("ToolCallRecord", "OutcomeHash", "OutcomeWrite", "_ArgsMemo"):
+                if name in stmt:
+                    env[name] = find_function(name)
+            for name in ("call_key", "hash_tool_call", "hash_tool_outcome"):
+                if name in stmt:
+                    env[name] = find_function(name)
+            cpu = time.thread_time  # CPU time: wall time on a loaded machine is several times more
+            runs = timeit.repeat(stmt, number=100_000, repeat=5, globals=env, timer=cpu)
+            ns = min(runs) / 1e5 * 1e9
+        except Exception as exc:  # a name the restructured package no longer has
+            rows.append(f"| {label} | n/a ({type(exc).__name__}) | |")
+            continue
+        unit = unit or ns
+        rows.append(f"| {label} | {ns:.0f} | {ns / unit:.1f} |")
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--passes", type=int, default=20)
@@ -234,6 +326,7 @@ def main() -> int:
     parser.add_argument("--pure", action="store_true", help="no orjson fast path")
     parser.add_argument("--profile", default="reference", choices=("reference", "adaptive"))
     parser.add_argument("--top", type=int, default=30)
+    parser.add_argument("--micro", action="store_true", help="also time single constructs")
     opts = parser.parse_args()
     side = bench.LoopwatchSide(bench.DEFAULT_CORPUS, opts.calls)
     mode = "pure" if opts.pure else "fast"
@@ -315,7 +408,11 @@ def main() -> int:
     print("\nown time of the plumbing functions (profiled share):")
     for name in plumbing:
         print(f"  {name}: {100 * own(stats, (name,)) / total:.1f}%")
-    stats.sort_stats("tottime").print_stats(opts.top)
+    if opts.top:
+        stats.sort_stats("tottime").print_stats(opts.top)
+    if opts.micro:
+        print("\nsingle constructs:\n")
+        print("\n".join(micro()))
     return 0
 
 
