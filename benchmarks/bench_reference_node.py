@@ -371,21 +371,31 @@ def worker_main(opts: argparse.Namespace) -> int:
             continue
         if words[0] == "quit":
             break
-        if words[0] == "where":
-            reply: dict[str, Any] = {"file": side.lw.__file__}
-        elif words[0] == "check":
-            reply = {"actions": side.corpus_pass(words[1], side.calls)}
-        elif words[0] == "corpus":  # corpus PROFILE MODE reused|fresh
-            ns = side.time_corpus(words[1], words[2], words[3] == "fresh")
-            reply = {"cpu_ns": ns}
-        else:  # figure NAME MODE
-            reply = {"cpu_ns": side.time_figure(words[1], words[2])}
+        try:
+            reply = answer(side, words)
+        except Exception as exc:  # e.g. run.py's helpers gone from a restructured tree
+            reply = {"error": f"{type(exc).__name__}: {exc}"}
         sys.stdout.write(json.dumps(reply) + "\n")
         sys.stdout.flush()
     return 0
 
 
+def answer(side: LoopwatchSide, words: Sequence[str]) -> dict[str, Any]:
+    """One command of the orchestrator (see :class:`Case`)."""
+    if words[0] == "where":
+        return {"file": side.lw.__file__}
+    if words[0] == "check":  # check PROFILE
+        return {"actions": side.corpus_pass(words[1], side.calls)}
+    if words[0] == "corpus":  # corpus PROFILE MODE reused|fresh
+        return {"cpu_ns": side.time_corpus(words[1], words[2], words[3] == "fresh")}
+    return {"cpu_ns": side.time_figure(words[1], words[2])}  # figure NAME MODE
+
+
 # --- the rounds ------------------------------------------------------------------------------
+
+
+class CaseError(RuntimeError):
+    """A worker could not perform a case (its tree lacks something the case needs)."""
 
 
 @dataclass
@@ -400,6 +410,8 @@ class Case:
 
     def once(self) -> float:
         reply = self.worker.ask(self.command)
+        if "error" in reply:
+            raise CaseError(f"{self.worker.label}: {self.command}: {reply['error']}")
         ns = float(reply["cpu_ns"])
         return ns / float(reply["n"]) if self.per_call else ns
 
@@ -586,11 +598,15 @@ def corpus_table(workers: dict[str, Worker], node: Worker | None, count: int) ->
 
 def figure_table(workers: dict[str, Worker], count: int) -> list[str]:
     now = workers["now"]
-    rows = []
+    rows: list[list[object]] = []
     for shape, target in (("small", 4.0), ("small-fresh", 4.0), ("large-fresh", 1.25)):
         floor = Case("floor", now, f"figure floor-{shape} fast")
         pairs = {label: Case(label, w, f"figure pair-{shape} fast") for label, w in workers.items()}
-        rounds([floor, *pairs.values()], count, warmup=1)
+        try:
+            rounds([floor, *pairs.values()], count, warmup=1)
+        except CaseError as exc:
+            rows.append([shape, f"n/a: {exc}", "", "", ""])
+            continue
         r = ratio(pairs["now"], floor)
         row: list[object] = [
             shape,
@@ -605,6 +621,7 @@ def figure_table(workers: dict[str, Worker], count: int) -> list[str]:
     header = ["values", "floor µs", "pair µs (fast)", "x floor", "target"]
     if "before" in workers:
         header += ["before x floor", "now / before"]
+    rows = [r + [""] * (len(header) - len(r)) for r in rows]
     return ["### Pair vs floor (run.py figure 1 values)", "", table(header, rows)]
 
 
