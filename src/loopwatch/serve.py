@@ -17,15 +17,16 @@ timeout, a bad request gets a JSON error and never stops the server, and every g
 operation runs on one worker thread (the stores need not be thread-safe; parallel clients
 are serialised in arrival order, so no record is lost).
 
-The client half (:func:`request`, :func:`try_hook`) imports only ``socket``, ``json`` and
-``os``: a hook process can ask a running server without loading the detectors.
+The client half (:func:`request`, :func:`try_hook`) imports only ``_socket``, ``json`` and
+``os``: a hook process can ask a running server without loading the detectors (this file
+even loads on its own, by path, without ``loopwatch/__init__``).
 """
 
 from __future__ import annotations
 
+import _socket  # the C module: ``socket`` would import enum and selectors on each hook call
 import json
 import os
-import socket
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
@@ -153,11 +154,12 @@ def request(
     message = dict(fields or {})
     message["op"] = op
     line = json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+    conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    chunks: list[bytes] = []
+    try:
         conn.settimeout(timeout_s)
         conn.connect(path)
         conn.sendall(line)
-        chunks: list[bytes] = []
         while True:
             chunk = conn.recv(65536)
             if not chunk:
@@ -165,6 +167,8 @@ def request(
             chunks.append(chunk)
             if chunk.endswith(b"\n"):
                 break
+    finally:
+        conn.close()
     try:
         reply = json.loads(b"".join(chunks))
     except ValueError as exc:
