@@ -11,7 +11,8 @@ docs or source, 2026-12):
   0.124 (``[features] hooks = false`` turns them off; ``codex_hooks`` is the old flag), and a
   new or changed hook runs only once the user trusts it in ``/hooks``.
 - Gemini CLI: ``~/.gemini/settings.json`` or ``.gemini/settings.json``, the same shape with
-  ``name`` and a ``timeout`` in milliseconds; ``hooks.enabled`` etc. are reserved keys.
+  ``name`` and a ``timeout`` in milliseconds; ``hooks.enabled`` etc. are reserved keys, and
+  releases where hooks were experimental also want ``hooksConfig.enabled`` (not written).
 - Cursor: ``~/.cursor/hooks.json`` or ``.cursor/hooks.json``, ``{"version": 1, "hooks":
   {"preToolUse": [{"command": …}]}}`` (flat entries, no matcher groups).
 - OpenCode: a plugin file in ``~/.config/opencode/plugins/`` or ``.opencode/plugins/``.
@@ -71,6 +72,10 @@ NOTE_CODEX_TRUST: Final = (
     "loopwatch: Codex runs a new or changed hook only after you trust it: open /hooks in "
     "Codex once. (Codex before 0.124 also needs `[features] codex_hooks = true` in "
     "config.toml.)\n"
+)
+NOTE_GEMINI: Final = (
+    "loopwatch: Gemini CLI releases in which hooks were still experimental run them only with "
+    '`"hooksConfig": {"enabled": true}` in settings.json (older ones: `tools.enableHooks`).\n'
 )
 NOTE_OPENCODE: Final = "loopwatch: OpenCode loads the plugin at its next start.\n"
 
@@ -149,6 +154,7 @@ AGENT_SPECS: Final[dict[str, AgentSpec]] = {
         project_file=lambda root: root / ".gemini" / "settings.json",
         handler=_gemini_handler,
         skeleton=dict,
+        note=NOTE_GEMINI,
     ),
     "cursor": AgentSpec(
         name="cursor",
