@@ -17,7 +17,7 @@ import socket
 import socketserver
 import stat
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Final
@@ -28,6 +28,7 @@ from loopwatch.serve import (
     E_BAD_REQUEST,
     E_BUSY,
     E_INTERNAL,
+    E_MISMATCH,
     E_NOT_FOUND,
     E_TOO_LARGE,
     E_UNAUTHORIZED,
@@ -64,6 +65,7 @@ HTTP_STATUS: Final = {
     E_UNKNOWN_OP: 400,
     E_UNAUTHORIZED: 401,
     E_NOT_FOUND: 404,
+    E_MISMATCH: 409,
     E_TOO_LARGE: 413,
     E_INTERNAL: 500,
     E_BUSY: 503,
@@ -295,6 +297,7 @@ def run(
     http_port: int | None,
     token_path: str,
     on_ready: Callable[[str], None] | None = None,
+    options: Mapping[str, str | None] | None = None,
 ) -> int:
     """Serve until SIGTERM or SIGINT (call from the main thread), then shut down cleanly.
 
@@ -310,7 +313,7 @@ def run(
         Exception: whatever ``guard_factory`` raises (a bad config or store URL).
     """
     prepare_socket_path(socket_path)
-    dispatcher = Dispatcher(guard_factory)
+    dispatcher = Dispatcher(guard_factory, options=options)
     slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
     servers: list[socketserver.BaseServer] = []
     threads: list[threading.Thread] = []

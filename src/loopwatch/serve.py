@@ -68,6 +68,7 @@ E_UNAUTHORIZED: Final = "unauthorized"
 E_NOT_FOUND: Final = "not_found"
 E_BUSY: Final = "busy"
 E_UNAVAILABLE: Final = "unavailable"
+E_MISMATCH: Final = "mismatch"
 E_INTERNAL: Final = "internal"
 
 MSG_NOT_OBJECT: Final = "the request must be a JSON object"
@@ -78,6 +79,11 @@ MSG_FIELD_OPTIONAL: Final = "{field!r} must be a string or null"
 MSG_TOO_LARGE: Final = "the request is larger than {limit} bytes"
 MSG_BAD_JSON: Final = "the request is not valid JSON: {error}"
 MSG_BAD_UTF8: Final = "the request is not valid UTF-8"
+MSG_TOO_DEEP: Final = "the request nests too deeply"
+MSG_MISMATCH: Final = (
+    "this server runs with {server}, the hook asked for {hook}: run the hook in-process"
+)
+MSG_OPTIONS: Final = "'options' must be an object with 'store', 'config' and 'profile'"
 MSG_UNAUTHORIZED: Final = "missing or wrong token (send it in the " + TOKEN_HEADER + " header)"
 MSG_NOT_FOUND: Final = "no such path; POST /v1/<op> (ops: " + ", ".join(OPS) + ")"
 MSG_BUSY: Final = "too many connections; retry later"
@@ -153,7 +159,7 @@ def request(
     path = socket_path or default_socket_path()
     message = dict(fields or {})
     message["op"] = op
-    line = json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+    line = json.dumps(message, separators=(",", ":")).encode("ascii") + b"\n"
     conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     chunks: list[bytes] = []
     try:
@@ -183,33 +189,58 @@ def request(
     return result if isinstance(result, dict) else {}
 
 
+def hook_options(
+    store_url: str | None = None, config_file: str | None = None, profile: str | None = None
+) -> dict[str, str | None]:
+    """The guard options of a hook, normalised so that a hook and a server can compare them.
+
+    The hook sends its own (``--store``, ``--config``, ``--profile``; ``None`` for a default)
+    with each ``hook`` request; a server started with other options refuses (``mismatch``)
+    and the hook runs in-process, so a hook installed with ``--config X`` is never judged by
+    a server that runs without it.
+    """
+    return {
+        "store": store_url or None,
+        "config": os.path.abspath(config_file) if config_file else None,
+        "profile": profile or None,
+    }
+
+
 def try_hook(
     agent: str,
     payload_text: str,
     socket_path: str | None = None,
     timeout_s: float = CLIENT_TIMEOUT_S,
+    *,
+    options: Mapping[str, str | None] | None = None,
 ) -> tuple[str, int, str] | None:
     """Answer a hook event through a running server, or ``None`` when that is not possible.
 
-    The hook process calls this first; ``None`` (no socket, no server, a timeout, an error)
-    means "run the hook in-process", so a missing or broken server never blocks a call.
-    Caveat: after a timeout the server may still record the call, so the in-process fallback
-    can record it a second time; a duplicate record is the fail-open price.
+    The hook process calls this first; ``None`` (no socket, no server, a timeout, an error,
+    a server running with other ``options``) means "run the hook in-process", so a missing
+    or broken server never blocks a call, and this function never raises. Caveat: after a
+    timeout the server may still record the call, so the in-process fallback can record it a
+    second time; a duplicate record is the fail-open price.
+
+    Args:
+        agent: the agent's name (``loopwatch.hooks.AGENTS``).
+        payload_text: the hook's stdin, unchanged.
+        socket_path: the server's socket (default: :func:`default_socket_path`).
+        timeout_s: seconds to wait for the server.
+        options: the hook's :func:`hook_options`; ``None`` accepts any server.
 
     Returns:
         ``(stdout, exit_code, stderr)`` exactly as the hook process must emit them.
     """
-    path = socket_path or default_socket_path()
-    if not os.path.exists(path):
-        return None
     try:
-        result = request(
-            "hook",
-            {"agent": agent, "payload": payload_text},
-            socket_path=path,
-            timeout_s=timeout_s,
-        )
-    except (OSError, ServeError, ValueError):
+        path = socket_path or default_socket_path()
+        if not os.path.exists(path):
+            return None
+        fields: dict[str, Any] = {"agent": agent, "payload": payload_text}
+        if options is not None:
+            fields["options"] = dict(options)
+        result = request("hook", fields, socket_path=path, timeout_s=timeout_s)
+    except Exception:
         return None
     stdout, exit_code, stderr = result.get("stdout"), result.get("exit_code"), result.get("stderr")
     if not isinstance(stdout, str) or type(exit_code) is not int or not isinstance(stderr, str):
@@ -282,12 +313,19 @@ class Dispatcher:
             bound to its creating thread (``sqlite3``) is only ever used there.
         hooks_module: the module providing ``run_hook`` and ``AGENTS`` (default: import
             ``loopwatch.hooks`` on first use).
+        options: the server's own :func:`hook_options`; a ``hook`` request carrying other
+            ones is refused (``mismatch``). ``None`` accepts every hook.
 
     Raises:
         Exception: whatever ``guard_factory`` raises (a bad config is a start-up error).
     """
 
-    def __init__(self, guard_factory: Callable[[], LoopGuard], hooks_module: Any = None) -> None:
+    def __init__(
+        self,
+        guard_factory: Callable[[], LoopGuard],
+        hooks_module: Any = None,
+        options: Mapping[str, str | None] | None = None,
+    ) -> None:
         import time
         from concurrent.futures import ThreadPoolExecutor
 
@@ -296,6 +334,7 @@ class Dispatcher:
         )
         self._started = time.monotonic()
         self._hooks = hooks_module
+        self.options = dict(options) if options is not None else None
         try:
             self.guard: LoopGuard = self._executor.submit(guard_factory).result()
         except BaseException:
@@ -328,6 +367,8 @@ class Dispatcher:
             message = json.loads(text) if text.strip() or op is None else {}
         except ValueError as exc:
             return error_reply(E_BAD_JSON, MSG_BAD_JSON.format(error=exc))
+        except RecursionError:
+            return error_reply(E_BAD_JSON, MSG_TOO_DEEP)
         return self.handle(message, op)
 
     def handle(self, message: object, op: str | None = None) -> dict[str, Any]:
@@ -379,6 +420,7 @@ class Dispatcher:
             "profile": self.guard.profile,
             "store": type(self.guard.store).__name__,
             "uptime_s": round(time.monotonic() - self._started, 3),
+            "options": self.options,
             "ops": list(OPS),
         }
 
@@ -466,6 +508,19 @@ class Dispatcher:
                 raise ServeError(E_UNAVAILABLE, MSG_NO_HOOKS) from exc
         return self._hooks
 
+    def _check_options(self, given: object) -> None:
+        keys = ("store", "config", "profile")
+        if not isinstance(given, dict) or not set(given) <= set(keys):
+            raise ServeError(E_BAD_REQUEST, MSG_OPTIONS)
+        if any(value is not None and not isinstance(value, str) for value in given.values()):
+            raise ServeError(E_BAD_REQUEST, MSG_OPTIONS)
+        if self.options is None:
+            return
+        asked = {key: given.get(key) for key in keys}
+        mine = {key: self.options.get(key) for key in keys}
+        if asked != mine:
+            raise ServeError(E_MISMATCH, MSG_MISMATCH.format(server=mine, hook=asked))
+
     def _hook(self, message: dict[str, Any]) -> dict[str, Any]:
         hooks = self._hooks_module()
         agents = tuple(getattr(hooks, "AGENTS", ()))
@@ -474,6 +529,8 @@ class Dispatcher:
             raise ServeError(
                 E_BAD_REQUEST, MSG_UNKNOWN_AGENT.format(agent=agent, agents=", ".join(agents))
             )
+        if "options" in message:
+            self._check_options(message["options"])
         payload = message.get("payload")
         if isinstance(payload, dict):
             payload = json.dumps(payload, ensure_ascii=False)
@@ -500,10 +557,16 @@ def _logger() -> Any:
 
 
 def encode_reply(reply: Mapping[str, Any]) -> bytes:
-    """One reply as a JSON line (non-JSON values, which guards never produce, become text)."""
-    return (
-        json.dumps(reply, ensure_ascii=False, separators=(",", ":"), default=str).encode() + b"\n"
-    )
+    """One reply as a JSON line (non-JSON values, which guards never produce, become text).
+
+    A reply that cannot be encoded (an echoed ``id`` nested too deeply) becomes an error.
+    """
+    try:
+        # ASCII: a lone surrogate (valid in a JSON string) is escaped, never raised on.
+        text = json.dumps(reply, separators=(",", ":"), default=str)
+    except (RecursionError, ValueError, TypeError):
+        text = json.dumps(error_reply(E_BAD_REQUEST, MSG_TOO_DEEP))
+    return text.encode("ascii") + b"\n"
 
 
 # --- server: transports ---------------------------------------------------------------------
@@ -516,6 +579,7 @@ def run(
     http_port: int | None = None,
     token_path: str | None = None,
     on_ready: Callable[[str], None] | None = None,
+    options: Mapping[str, str | None] | None = None,
 ) -> int:
     """Serve until SIGTERM or SIGINT, then shut down cleanly (see ``_serve_server.run``).
 
@@ -525,10 +589,11 @@ def run(
 
     return run_server(
         guard_factory,
-        socket_path=socket_path or default_socket_path(),
+        socket_path=os.path.abspath(socket_path or default_socket_path()),
         http_port=http_port,
         token_path=token_path or default_token_path(),
         on_ready=on_ready,
+        options=options,
     )
 
 
@@ -545,6 +610,7 @@ __all__ = [
     "default_socket_path",
     "default_token_path",
     "error_reply",
+    "hook_options",
     "record_json",
     "request",
     "run",

@@ -240,6 +240,23 @@ def test_try_hook_uses_the_server(server: Server) -> None:
     assert server.call("history", session_key="try-hook")["records"] != []
 
 
+def test_hooks_with_other_options_are_sent_back(server: Server) -> None:
+    mine = server.call("health")["options"]
+    assert mine["config"] is None and mine["profile"] is None
+    assert mine["store"].startswith("sqlite:///")
+    payload = json.dumps({"session_id": "opts", "hook_event_name": "PreToolUse"})
+    same = serve.hook_options(store_url=mine["store"])
+    assert serve.try_hook("codex", payload, socket_path=server.socket_path, options=same)
+    other = serve.hook_options(store_url=mine["store"], profile="reference")
+    assert serve.try_hook("codex", payload, socket_path=server.socket_path, options=other) is None
+    with pytest.raises(ServeError) as caught:
+        server.call("hook", agent="codex", payload=payload, options=other)
+    assert caught.value.code == "mismatch"
+    with pytest.raises(ServeError) as caught:
+        server.call("hook", agent="codex", payload=payload, options={"color": "red"})
+    assert caught.value.code == "bad_request"
+
+
 def test_try_hook_is_none_without_a_server(root: Path) -> None:
     assert serve.try_hook("codex", "{}", socket_path=str(root / "none.sock")) is None
     stale = str(root / "stale.sock")
@@ -288,6 +305,20 @@ def test_bad_requests_get_json_errors_and_the_connection_goes_on(server: Server)
     assert all(reply["ok"] is False for reply in replies[:-1])
     assert replies[-1]["ok"] is True and replies[-1]["id"] == 42
     assert "session_key" in replies[4]["error"]["message"]
+
+
+def test_deep_nesting_and_lone_surrogates_are_answered(server: Server) -> None:
+    deep = b"[" * 200_000 + b"]" * 200_000
+    lines = [
+        deep,
+        b'{"op": "health", "id": ' + deep + b"}",
+        b'{"op": "health", "id": "\\ud800"}',
+        b'{"op": "before_call", "session_key": "\\udfff", "tool_name": "\\ud800x"}',
+    ]
+    replies = raw_exchange(server.socket_path, b"\n".join(lines) + b"\n")
+    assert [reply["ok"] for reply in replies] == [False, False, True, True]
+    assert replies[2]["id"] == "\ud800"
+    assert server.call("health")["status"] == "ok"
 
 
 def test_a_last_request_without_newline_is_answered(server: Server) -> None:

@@ -81,7 +81,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
         )
 
     try:
-        return serve.run(factory, socket_path=args.socket, http_port=args.http, on_ready=_ready)
+        return serve.run(
+            factory,
+            socket_path=args.socket,
+            http_port=args.http,
+            on_ready=_ready,
+            options=serve.hook_options(args.store, args.config, args.profile),
+        )
     except serve.ServeError as exc:
         return _error(exc.message)
     except ConfigError as exc:
