@@ -496,3 +496,21 @@ def test_install_then_uninstall_is_the_identity(agent: str, data: st.DataObject)
     restored = merge_uninstall(spec, installed, path)
     assert restored == document
     assert list(restored) == list(document)
+
+
+def test_the_console_command_installs_and_uninstalls(tmp_path: Path) -> None:
+    env = {**os.environ, "HOME": str(tmp_path)}
+    for variable in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_CONFIG_HOME"):
+        env.pop(variable, None)
+    command = [sys.executable, "-m", "loopwatch.cli"]
+    done = subprocess.run(
+        [*command, "install", "cursor"], env=env, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    document = json.loads((tmp_path / ".cursor/hooks.json").read_text())
+    assert list(document["hooks"]) == EXPECTED_EVENTS["cursor"]
+    done = subprocess.run(
+        [*command, "uninstall", "cursor"], env=env, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert not (tmp_path / ".cursor/hooks.json").exists()
