@@ -22,6 +22,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Final
 
+from loopwatch._serve_api import Dispatcher, encode_reply, error_reply
 from loopwatch.serve import (
     CONNECTION_TIMEOUT_S,
     E_BAD_JSON,
@@ -45,10 +46,7 @@ from loopwatch.serve import (
     MSG_TOO_LARGE,
     MSG_UNAUTHORIZED,
     TOKEN_HEADER,
-    Dispatcher,
     ServeError,
-    encode_reply,
-    error_reply,
 )
 
 if TYPE_CHECKING:
