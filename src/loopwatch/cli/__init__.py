@@ -7,6 +7,8 @@ Commands:
   (``--json``, ``--html FILE``, ``--sweep``, ``--fail-on``).
 - ``loopwatch config check FILE [--agent ID]``: validate a config, show the effective values.
 - ``loopwatch mcp-proxy ...``: run the MCP proxy (``loopwatch.integrations.mcp_proxy``).
+- ``loopwatch serve``: keep one guard warm behind a unix socket / localhost HTTP.
+- ``loopwatch install AGENT`` / ``uninstall AGENT``: add or remove the hook entries.
 
 Exit codes: 0 everything scanned (or the config is valid); 1 ``--fail-on`` found a run that
 warned / blocked; 2 a usage or config error; 3 some file was skipped. When a run reached
@@ -28,6 +30,7 @@ from loopwatch.transcripts import FORMATS, FormatName, Run, find_transcripts
 
 from ._config_check import check_json, render_check, render_errors
 from ._html import render_html
+from ._install import add_install_parsers
 from ._progress import Progress, wants_progress
 from ._scan import (
     EXIT_FINDINGS,
@@ -45,6 +48,7 @@ from ._scan import (
     setup_json,
     skipped_json,
 )
+from ._serve import add_serve_parser
 from ._sweep import parse_sweep, render_sweep, run_sweep, sweep_json
 from ._text import safe_text, write
 
@@ -122,6 +126,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="run the loop-guarding MCP proxy (arguments are passed on)",
         add_help=False,
     )
+    add_serve_parser(commands)
+    add_install_parsers(commands)
     return parser
 
 
