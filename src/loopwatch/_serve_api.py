@@ -41,8 +41,8 @@ from loopwatch.serve import (
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
+    from loopwatch.core.records import ToolCallRecord
     from loopwatch.guard import Decision, LoopGuard
-    from loopwatch.history import ToolCallRecord
 
 logger = logging.getLogger("loopwatch.serve")
 
