@@ -256,6 +256,10 @@ def not_run(text: object) -> bool:
     return any(marker in head for marker in _NOT_RUN_MARKERS)
 
 
+def _calls(count: int) -> str:
+    return f"{count} call" if count == 1 else f"{count} calls"
+
+
 @dataclass(frozen=True, slots=True)
 class Read:
     """What a reader found: the runs, results it could not match, and notes."""
@@ -343,11 +347,11 @@ class CallBook:
         """Plain-words notes on what the book dropped or made up."""
         notes: list[str] = []
         if self.duplicates:
-            notes.append(f"{self.duplicates} copied calls (ids already seen) counted once")
+            notes.append(f"{_calls(self.duplicates)} copied (ids already seen): counted once")
         if self.not_run:
-            notes.append(f"{self.not_run} calls cancelled or never run: no outcome replayed")
+            notes.append(f"{_calls(self.not_run)} cancelled or never run: no outcome replayed")
         if self.synthesised:
-            notes.append(f"{self.synthesised} calls rebuilt from results without their call")
+            notes.append(f"{_calls(self.synthesised)} rebuilt from results without their call")
         return tuple(notes)
 
 
