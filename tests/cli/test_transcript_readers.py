@@ -295,7 +295,11 @@ def test_a_bom_is_ignored() -> None:
         ("bad_tool.jsonl", 2, '"tool" must be a string'),
         ("unknown_event.jsonl", 1, "unknown event 'reset'"),
         ("broken_document.json", 4, "invalid JSON: Expecting ',' delimiter"),
-        ("unknown_shape.jsonl", 1, "not a transcript format loopwatch reads: a JSON object with keys hello"),
+        (
+            "unknown_shape.jsonl",
+            1,
+            "not a transcript format loopwatch reads: a JSON object with keys hello",
+        ),
         ("invalid_utf8.jsonl", 2, "not valid UTF-8"),
         ("bad_tool_calls.json", None, 'message 1: "tool_calls" must be a list'),
     ],

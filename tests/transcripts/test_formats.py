@@ -29,7 +29,12 @@ def _calls(transcript: Transcript) -> list[ReplayCall]:
         ("tau-bench/gpt-4o-airline.first3.json", "tau-bench", 3, 15),
         ("cline/api_conversation_history.json", "cline", 1, 5),
         ("cline/xml_api_conversation_history.json", "cline", 1, 3),
-        ("codex/rollout-2025-10-29T01-00-00-0199aa00-0000-7000-8000-000000000001.jsonl", "codex", 1, 5),
+        (
+            "codex/rollout-2025-10-29T01-00-00-0199aa00-0000-7000-8000-000000000001.jsonl",
+            "codex",
+            1,
+            5,
+        ),
         ("codex/rollout-2025-05-07T17-24-21-legacy.jsonl", "codex", 1, 2),
         ("openai-responses/request.json", "openai-responses", 1, 4),
         ("gemini-cli/session-2025-09-18T10-00-8a1f3c52.json", "gemini-cli", 1, 4),
@@ -76,7 +81,11 @@ def test_mini_swe_agent_tool_calling_reads_as_openai_messages() -> None:
     transcript = parse_text(document)
     assert transcript.format == "mini-swe-agent"
     (call,) = transcript.runs[0].calls
-    assert (call.tool, call.args, call.result) == ("bash", {"command": "ls"}, "<returncode>0</returncode>")
+    assert (call.tool, call.args, call.result) == (
+        "bash",
+        {"command": "ls"},
+        "<returncode>0</returncode>",
+    )
 
 
 def test_openhands_counts_tool_call_actions_and_matches_observations_by_cause() -> None:
@@ -89,12 +98,18 @@ def test_openhands_counts_tool_call_actions_and_matches_observations_by_cause() 
 
 def test_tau_bench_tasks_are_runs() -> None:
     transcript = _read("tau-bench/gpt-4o-airline.first3.json")
-    assert [run.label for run in transcript.runs] == ["task-0-trial0", "task-1-trial0", "task-2-trial0"]
+    assert [run.label for run in transcript.runs] == [
+        "task-0-trial0",
+        "task-1-trial0",
+        "task-2-trial0",
+    ]
     assert [len(run.calls) for run in transcript.runs] == [8, 0, 7]
 
 
 def test_cline_text_results_are_matched_by_tool_name() -> None:
-    read_makefile, read_main, make, which, done = _calls(_read("cline/api_conversation_history.json"))
+    read_makefile, read_main, make, which, done = _calls(
+        _read("cline/api_conversation_history.json")
+    )
     assert read_makefile.result == "all:\n\tgcc main.c\n"
     assert read_main.result is UNDEFINED and read_main.error is UNDEFINED  # never executed
     assert isinstance(make.error, str) and "gcc: No such file" in make.error
@@ -116,7 +131,10 @@ def test_codex_rollout_items_outcomes_batches_and_compaction() -> None:
         "codex/rollout-2025-10-29T01-00-00-0199aa00-0000-7000-8000-000000000001.jsonl"
     )
     ls, cat, pytest_call, patch, rerun = _calls(transcript)
-    assert ls.tool == "shell" and ls.args == {"command": ["bash", "-lc", "ls"], "workdir": "/work/app"}
+    assert ls.tool == "shell" and ls.args == {
+        "command": ["bash", "-lc", "ls"],
+        "workdir": "/work/app",
+    }
     assert ls.batch is not None and ls.batch == cat.batch  # issued together
     assert pytest_call.tool == "local_shell" and pytest_call.error == "1 failed"
     assert patch.tool == "apply_patch" and "Success" in str(patch.result)
