@@ -51,13 +51,27 @@ def parse_json(text: str, path: str, line: int | None) -> object:
         raise TranscriptError(path, line, f"invalid JSON: {exc}") from exc
 
 
-def json_lines(text: str, path: str) -> Iterator[tuple[int, object]]:
-    """The JSON value of every non-blank line, with its 1-based line number.
+def text_lines(text: str) -> Iterator[tuple[int, str]]:
+    """Every line of ``text`` with its 1-based number, split on ``\\n`` only, lazily.
 
-    Lines are split on ``\\n`` only: ``str.splitlines`` would also split on U+2028 and
-    friends, which JSON allows raw inside strings.
+    ``str.splitlines`` would also split on U+2028 and friends, which JSON allows raw inside
+    strings; ``str.split`` would hold a second copy of a large file as a list of lines.
     """
-    for index, raw in enumerate(text.split("\n"), start=1):
+    start = 0
+    number = 1
+    while True:
+        end = text.find("\n", start)
+        if end < 0:
+            yield number, text[start:]
+            return
+        yield number, text[start:end]
+        start = end + 1
+        number += 1
+
+
+def json_lines(text: str, path: str) -> Iterator[tuple[int, object]]:
+    """The JSON value of every non-blank line, with its 1-based line number."""
+    for index, raw in text_lines(text):
         if raw.strip():
             yield index, parse_json(raw, path, index)
 
@@ -370,5 +384,6 @@ __all__ = [
     "optional_id",
     "parse_json",
     "split_tokens",
+    "text_lines",
     "usage_tokens",
 ]

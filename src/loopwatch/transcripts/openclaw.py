@@ -68,8 +68,6 @@ from loopwatch.transcripts._common import (
 )
 from loopwatch.transcripts.model import Compaction, TranscriptError
 
-Entry = tuple[int, Mapping[str, object]]
-
 
 def _message_of(entry: Mapping[str, object]) -> Mapping[str, object] | None:
     if entry.get("type") == "message":
@@ -109,31 +107,42 @@ def _tool_result(message: Mapping[str, object]) -> tuple[object, object]:
     return result, UNDEFINED
 
 
-def leaf_branch(entries: Sequence[Entry]) -> list[Entry]:
-    """The entries on the path from the root to the last entry, in file order.
+def leaf_branch(entries: Sequence[tuple[int, object, object, object]]) -> set[int] | None:
+    """The lines on the path from the root to the last entry.
 
-    Returns ``entries`` unchanged when some entry has no ``id`` (an old, linear file) or
-    the chain is broken before it reaches a root.
+    Args:
+        entries: ``(line, type, id, parentId)`` of every entry, in file order.
+
+    Returns:
+        The lines of the leaf's branch (the session header included), or ``None`` when
+        some entry has no ``id`` (an old, linear file) or the chain is broken before it
+        reaches a root: then the file is replayed in file order.
     """
-    body = [(line, entry) for line, entry in entries if entry.get("type") != "session"]
-    if not body or not all(isinstance(entry.get("id"), str) for _line, entry in body):
-        return list(entries)
-    by_id = {entry["id"]: (line, entry) for line, entry in body}
-    on_branch: set[int] = set()
-    current: object = body[-1][1]["id"]
+    body = [entry for entry in entries if entry[1] != "session"]
+    if not body or not all(isinstance(entry_id, str) for _l, _t, entry_id, _p in body):
+        return None
+    by_id = {entry_id: (line, parent) for line, _t, entry_id, parent in body}
+    on_branch = {line for line, kind, _i, _p in entries if kind == "session"}
+    current: object = body[-1][2]
     while isinstance(current, str) and current in by_id:
-        line, entry = by_id[current]
+        line, parent = by_id[current]
         if line in on_branch:
             break  # a cycle: keep what was reached
         on_branch.add(line)
-        current = entry.get("parentId")
+        current = parent
     if current is not None and not (isinstance(current, str) and current in by_id):
-        return list(entries)  # a parent that is not in the file: do not guess
-    return [
-        (line, entry)
-        for line, entry in entries
-        if line in on_branch or entry.get("type") == "session"
-    ]
+        return None  # a parent that is not in the file: do not guess
+    return on_branch
+
+
+def _skeleton(text: str, path: str) -> list[tuple[int, object, object, object]]:
+    """``(line, type, id, parentId)`` of every entry; the entries themselves are dropped,
+    so a large file is not held parsed twice."""
+    skeleton: list[tuple[int, object, object, object]] = []
+    for line, value in json_lines(text, path):
+        entry = as_mapping(value, path, line, "a transcript entry")
+        skeleton.append((line, entry.get("type"), entry.get("id"), entry.get("parentId")))
+    return skeleton
 
 
 def read_openclaw(text: str, path: str) -> Read:
@@ -149,14 +158,14 @@ def read_openclaw(text: str, path: str) -> Read:
     Raises:
         TranscriptError: a line that is not a JSON object, or a malformed ``toolCall``.
     """
-    entries = [
-        (line, as_mapping(value, path, line, "a transcript entry"))
-        for line, value in json_lines(text, path)
-    ]
+    branch = leaf_branch(_skeleton(text, path))
     book = CallBook(RunAssembler())
     turn = 0
     run_id = "turn-0"
-    for line, entry in leaf_branch(entries):
+    for line, value in json_lines(text, path):
+        if branch is not None and line not in branch:
+            continue
+        entry = as_mapping(value, path, line, "a transcript entry")
         if entry.get("type") == "compaction":
             book.runs.add(run_id, Compaction(run_id=run_id, line=line))
             continue
