@@ -312,3 +312,28 @@ def test_symlink_loops_are_walked_once(tmp_path: Path) -> None:
     found = walk_transcripts([root, root / "a"])
     assert len(found.files) == 1
     assert found.problems == ()
+
+
+def test_an_openhands_events_folder_is_one_transcript(tmp_path: Path) -> None:
+    events = tmp_path / "sessions" / "abc" / "events"
+    events.mkdir(parents=True)
+    stream = [
+        {"id": 0, "source": "user", "action": "message", "args": {"content": "go"}},
+        {"id": 1, "source": "agent", "action": "run", "args": {"command": "ls"}},
+        {"id": 2, "source": "agent", "observation": "run", "content": "a.txt", "cause": 1},
+        {"id": 3, "source": "agent", "action": "run", "args": {"command": "cat b"}},
+        {"id": 4, "source": "agent", "observation": "error", "content": "no b", "cause": 3},
+    ]
+    for event in stream:
+        (events / f"{event['id']}.json").write_text(json.dumps(event))
+    (events / "10.json").write_text(
+        json.dumps({"id": 10, "source": "agent", "action": "finish", "args": {}})
+    )
+    found = walk_transcripts([tmp_path])
+    assert found.files == (str(events),)
+    transcript = read_transcript(events)
+    assert transcript.format == "openhands"
+    ls, cat, finish = transcript.runs[0].calls
+    assert ls.result == "a.txt"
+    assert cat.error == "no b"
+    assert finish.tool == "finish"

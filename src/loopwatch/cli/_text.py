@@ -49,7 +49,9 @@ def elide(text: str, width: int = MAX_LABEL_WIDTH) -> str:
 
 def run_label(path: str, label: str) -> str:
     """How a run is named in reports: the file name, plus ``#run`` when the file has several."""
-    name = os.path.basename(path) or path
+    name = os.path.basename(os.path.normpath(path)) or path
+    if name == "events":  # an OpenHands session folder: name it by its session
+        name = os.path.join(os.path.basename(os.path.dirname(os.path.normpath(path))), name)
     return safe_text(f"{name}#{label}" if label else name)
 
 

@@ -27,6 +27,7 @@ Valid JSON of any other shape is :class:`NotATranscript`, naming its top-level k
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -481,6 +482,8 @@ def read_transcript(
         ValueError: ``format`` is not a known format name.
     """
     name = os.fspath(path)
+    if (format is None or format == "openhands") and os.path.isdir(name) and is_event_folder(name):
+        return read_event_folder(name, max_bytes=max_bytes)
     data = read_bytes(name, max_bytes=max_bytes)
     text = decode_text(data, name)
     del data  # the text is all the readers need; do not hold both
@@ -488,6 +491,46 @@ def read_transcript(
 
 
 # --- folder walks ------------------------------------------------------------------------
+
+_EVENT_FILE: Final = re.compile(r"[0-9]+\.json")
+
+
+def _event_files(folder: str) -> list[tuple[int, str]] | None:
+    """The ``<n>.json`` files of an OpenHands ``events`` folder in event order, or ``None``."""
+    if os.path.basename(os.path.normpath(folder)) != "events":
+        return None
+    try:
+        names = [entry.name for entry in os.scandir(folder) if entry.is_file()]
+    except OSError:
+        return None
+    numbered = [name for name in names if _EVENT_FILE.fullmatch(name)]
+    if not numbered or len(numbered) != len([n for n in names if n.endswith(".json")]):
+        return None
+    return sorted((int(name[:-5]), os.path.join(folder, name)) for name in numbered)
+
+
+def is_event_folder(folder: str) -> bool:
+    """Whether a folder is an OpenHands session's ``events/`` (one ``<n>.json`` per event)."""
+    return _event_files(folder) is not None
+
+
+def read_event_folder(folder: str, *, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Transcript:
+    """Read an OpenHands ``events/`` folder as one transcript (events in number order).
+
+    Raises:
+        TranscriptError: an event file that cannot be read, or the folder holds too much.
+    """
+    files = _event_files(folder)
+    if files is None:
+        raise TranscriptError(folder, None, "not a regular file (a directory)")
+    events: list[object] = []
+    budget = max_bytes
+    for _number, path in files:
+        data = read_bytes(path, max_bytes=budget)
+        budget -= len(data)
+        events.append(parse_json(decode_text(data, path), path, 1))
+    return _transcript(folder, "openhands", read_openhands_events(events, folder))
+
 
 #: Side files hosts keep beside transcripts; a folder walk counts them, never reads them.
 _SIDE_FILE_NAMES: Final = frozenset(
@@ -563,6 +606,9 @@ def _walk(
             if key in seen_dirs:
                 continue  # a symlink loop, or a folder reached twice: walk it once
             seen_dirs.add(key)
+            if is_event_folder(entry.path):
+                yield entry.path  # one OpenHands session, one event per file: one transcript
+                continue
             yield from _walk(entry.path, seen_dirs, seen_files, ignored)
             continue
         suffix = os.path.splitext(entry.name)[1].lower()
@@ -613,6 +659,10 @@ def walk_transcripts(paths: Iterable[str | os.PathLike[str]]) -> Found:
                 continue
             seen_dirs.add(key)
             before = len(files) + len(ignored)
+            if is_event_folder(name):
+                files.append(name)
+                explicit.add(name)
+                continue
             files.extend(_walk(name, seen_dirs, seen_files, ignored))
             if len(files) + len(ignored) == before:
                 problems.append(TranscriptError(name, None, "no transcript files found"))
@@ -643,9 +693,11 @@ __all__ = [
     "TRANSCRIPT_SUFFIXES",
     "Found",
     "find_transcripts",
+    "is_event_folder",
     "parse_text",
     "parse_transcript",
     "read_bytes",
+    "read_event_folder",
     "read_transcript",
     "side_file_reason",
     "walk_transcripts",
