@@ -168,3 +168,17 @@ def test_every_sample_format_scans_with_calls(
     files = json.loads(out)["files"]
     assert len(files) == 15
     assert all(entry["calls"] > 0 and entry["understood"] for entry in files)
+
+
+def test_report_names_tools_as_the_messages_do(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "bash.jsonl"
+    path.write_text(
+        "\n".join([json.dumps({"tool": "bash", "args": {"c": "ls"}, "result": "x"})] * 12)
+    )
+    report = tmp_path / "r.html"
+    assert _run(capsys, "scan", str(path), "--html", str(report))[0] == 0
+    html = report.read_text(encoding="utf-8")
+    assert "exec (recorded as bash)" in html
+    assert "You have called exec 10 times" in html

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from html import escape
 from typing import Final
 
+from loopwatch.naming import normalize_tool_name
 from loopwatch.replay import CallDecision, RunReplay
 from loopwatch.transcripts import Compaction
 
@@ -65,7 +66,14 @@ _LEGEND: Final = (
 
 
 def _e(text: object) -> str:
-    return escape(safe_text(str(text)), quote=True)
+    return escape(safe_text(str(text), keep_lines=True), quote=True)
+
+
+def _tool(name: str) -> str:
+    """A tool name as the guard's messages spell it (``Bash`` is ``exec`` there), with the
+    name the transcript recorded when they differ, so the report and the messages agree."""
+    seen = normalize_tool_name(name)
+    return seen if seen == name else f"{seen} (recorded as {name})"
 
 
 def _preview(args: object) -> str:
@@ -99,7 +107,7 @@ def _compaction_points(replay: RunReplay) -> list[int]:
 
 
 def _tooltip(decision: CallDecision, args: object) -> str:
-    text = f"#{decision.index} {decision.tool}: {decision.action}"
+    text = f"#{decision.index} {_tool(decision.tool)}: {decision.action}"
     if decision.detector:
         text += f" ({decision.detector}, count {decision.count})"
     return f"{text}\nargs: {_preview(args)}"
@@ -130,7 +138,7 @@ def timeline_svg(replay: RunReplay) -> str:
             name = "other calls"
         else:
             digest = signature.rsplit(":", 1)[-1][:8]
-            name = f"{tools.get(signature, '?')} {digest}"
+            name = f"{normalize_tool_name(tools.get(signature, '?'))} {digest}"
         parts.append(
             f'<text class="lane" x="{_LABEL_WIDTH - 6}" y="{y + 12}" '
             f'text-anchor="end">{_e(name[:28])}</text>'
@@ -163,7 +171,7 @@ def timeline_svg(replay: RunReplay) -> str:
 
 def _decision_rows(replay: RunReplay) -> str:
     rows = [
-        f"<tr><td class='n'>#{d.index}</td><td>{_e(d.tool)}</td>"
+        f"<tr><td class='n'>#{d.index}</td><td>{_e(_tool(d.tool))}</td>"
         f"<td><span class='badge {_e(d.action)}'>{_e(d.action)}</span></td>"
         f"<td>{_e(d.detector or '-')}</td><td class='n'>{d.count}</td>"
         f"<td>{'yes' if d.emitted else 'no'}</td><td class='msg'>{_e(d.message or '')}</td></tr>"

@@ -15,21 +15,24 @@ MAX_LABEL_WIDTH: Final = 56
 
 
 _CONTROL: Final = re.compile("[\x00-\x1f\x7f-\x9f]")
+_CONTROL_BUT_LINES: Final = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def _escape_control(match: re.Match[str]) -> str:
     return f"\\x{ord(match.group()):02x}"
 
 
-def safe_text(text: str) -> str:
+def safe_text(text: str, *, keep_lines: bool = False) -> str:
     """``text`` made safe to print: lone surrogates (which JSON allows) spelled as
     ``\\udxxx`` escapes, control characters (``ESC`` of terminal escape sequences,
     ``\\r``, newlines, C1 controls) as ``\\xNN``.
 
     Transcripts may hold either in tool names, file names or ids: printed raw, surrogates
     raise on every stream and escape sequences rewrite the user's terminal.
+    ``keep_lines`` keeps newlines and tabs (for multi-line text in the HTML report).
     """
-    return _CONTROL.sub(_escape_control, text.encode("utf-8", "backslashreplace").decode("utf-8"))
+    pattern = _CONTROL_BUT_LINES if keep_lines else _CONTROL
+    return pattern.sub(_escape_control, text.encode("utf-8", "backslashreplace").decode("utf-8"))
 
 
 def write(stream: TextIO, text: str) -> None:
