@@ -39,14 +39,10 @@ from ._scan import (
     ScanSetup,
     UsageError,
     describe_setup,
-    header_line,
     load_setup,
-    render_json,
-    render_table,
     scan,
-    setup_json,
-    skipped_json,
 )
+from ._scan_report import header_line, render_json, render_table, setup_json, skipped_json
 from ._sweep import parse_sweep, render_sweep, run_sweep, sweep_json
 from ._text import safe_text, write
 

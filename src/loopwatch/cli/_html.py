@@ -21,7 +21,8 @@ from loopwatch.naming import normalize_tool_name
 from loopwatch.replay import CallDecision, RunReplay
 from loopwatch.transcripts import Compaction
 
-from ._scan import ArgsPreview, ScanResult, describe_setup, header_line, totals
+from ._scan import ArgsPreview, ScanResult, describe_setup
+from ._scan_report import header_line, totals
 from ._text import run_label, safe_text
 
 #: Lanes drawn per run; rarer repeated signatures join the bottom lane.

@@ -110,7 +110,8 @@ class ItemReader:
 
     def item(self, item: Mapping[str, object], path: str, line: int | None) -> None:
         """Read one item (anything but a call or an outcome is skipped)."""
-        kind = item.get("type")
+        raw_kind = item.get("type")
+        kind = raw_kind if isinstance(raw_kind, str) else None  # JSON lists are unhashable
         if kind == "reasoning":
             return  # reasoning precedes the calls it plans; it does not end a batch
         if kind in CALL_TYPES:
@@ -168,7 +169,8 @@ def read_codex(records: Iterable[tuple[int, object]], path: str) -> Read:
     for line, value in records:
         if not isinstance(value, Mapping):
             raise TranscriptError(path, line, "a rollout line: expected a JSON object")
-        kind = value.get("type")
+        raw_kind = value.get("type")
+        kind = raw_kind if isinstance(raw_kind, str) else None
         payload = value.get("payload")
         if kind == "response_item" and isinstance(payload, Mapping):
             reader.item(payload, path, line)
