@@ -126,6 +126,19 @@ def test_cline_xml_tools_are_read_from_the_assistant_text() -> None:
     assert done.tool == "attempt_completion"
 
 
+def test_xml_tags_in_plain_anthropic_text_are_not_calls() -> None:
+    from loopwatch.transcripts import parse_text
+
+    messages = [
+        {"role": "user", "content": "how do I call it?"},
+        {"role": "assistant", "content": "Write <read_file><path>a</path></read_file>."},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "x", "content": ""}]},
+    ]
+    transcript = parse_text(__import__("json").dumps(messages))
+    assert transcript.format == "anthropic"
+    assert transcript.call_count == 0
+
+
 def test_codex_rollout_items_outcomes_batches_and_compaction() -> None:
     transcript = _read(
         "codex/rollout-2025-10-29T01-00-00-0199aa00-0000-7000-8000-000000000001.jsonl"

@@ -75,6 +75,7 @@ def test_openclaw_compaction_branch_copies_are_replayed_once_in_branch_order() -
     transcript = parse_text(_jsonl(rows))
     calls = [call for run in transcript.runs for call in run.calls]
     assert [call.call_id for call in calls] == ["c1", "c2", "c3"]
+    assert transcript.notes == ()  # the originals are the copies' calls: nothing abandoned
     assert [call.line for call in calls] == [8, 10, 12]  # the leaf's branch, not the original
 
 
@@ -84,8 +85,10 @@ def test_openclaw_abandoned_branch_is_not_replayed() -> None:
         _entry("a1", "u1", _call("c1", command="abandoned")),
         _entry("a2", "u1", _call("c2", command="kept")),
     ]
-    (run,) = parse_text(_jsonl(rows), format="openclaw").runs
+    transcript = parse_text(_jsonl(rows), format="openclaw")
+    (run,) = transcript.runs
     assert [call.call_id for call in run.calls] == ["c2"]
+    assert transcript.notes == ("1 calls on abandoned branches of the session tree not replayed",)
 
 
 def test_openclaw_without_ids_is_replayed_in_file_order() -> None:

@@ -226,12 +226,16 @@ class _BlockMatcher:
         return self.book.finish(none_label=none_label)
 
 
-def read_anthropic_messages(messages: Sequence[SourcedMessage], path: str) -> Read:
+def read_anthropic_messages(
+    messages: Sequence[SourcedMessage], path: str, *, xml_tools: bool = False
+) -> Read:
     """Turn Anthropic (or Cline) messages into one run of calls.
 
     Args:
         messages: the messages in order, each with its source line.
         path: for error messages.
+        xml_tools: also read Cline's XML tool calls from assistant text (only for Cline
+            conversations: other transcripts may quote such tags without calling a tool).
 
     Returns:
         The run.
@@ -245,7 +249,9 @@ def read_anthropic_messages(messages: Sequence[SourcedMessage], path: str) -> Re
         message = as_mapping(value, path, line, f"message {number}")
         role = message.get("role")
         if role == "assistant":
-            uses = _tool_uses(message, path, line) or xml_tool_uses(message)
+            uses = _tool_uses(message, path, line)
+            if not uses and xml_tools:
+                uses = xml_tool_uses(message)
             matcher.add_calls(None, uses, usage_tokens(message.get("usage")), line)
         elif role == "user":
             matcher.add_results(message)

@@ -151,7 +151,7 @@ def _read_chat(
 ) -> tuple[FormatName, Read]:
     flavour = forced or _chat_flavour(messages)
     if flavour in ("anthropic", "cline"):
-        return flavour, read_anthropic_messages(messages, path)
+        return flavour, read_anthropic_messages(messages, path, xml_tools=flavour == "cline")
     return flavour, read_openai_messages(messages, path)
 
 

@@ -39,7 +39,8 @@ when it compacts (the same ``toolCall`` ids again, later in the file). When ever
 an ``id``, replay follows the ``parentId`` chain from the last entry (the session's leaf)
 back to the root, as OpenClaw's own trajectory export does, and replays that branch in
 order; a file without ids is replayed in file order. Call ids seen before are copies and
-are counted once either way.
+are counted once either way. Calls only on abandoned branches (the user went back and
+retried) are left out, and the scan notes how many.
 
 **Orphan results.** A call to a tool that does not exist is sometimes persisted only as
 its ``toolResult`` (``Tool read_file not found``, ``isError: true``) without the
@@ -162,10 +163,14 @@ def read_openclaw(text: str, path: str) -> Read:
     book = CallBook(RunAssembler())
     turn = 0
     run_id = "turn-0"
+    off_branch: set[str] = set()
     for line, value in json_lines(text, path):
-        if branch is not None and line not in branch:
-            continue
         entry = as_mapping(value, path, line, "a transcript entry")
+        if branch is not None and line not in branch:
+            message = _message_of(entry)
+            if message is not None and message.get("role") == "assistant":
+                off_branch.update(i for _n, _a, i in _tool_calls(message, path, line) if i)
+            continue
         if entry.get("type") == "compaction":
             book.runs.add(run_id, Compaction(run_id=run_id, line=line))
             continue
@@ -184,7 +189,12 @@ def read_openclaw(text: str, path: str) -> Read:
                 book.call(run_id, name, args, call_id, tokens=tokens, line=line, batch=batch)
         elif role == "toolResult":
             _answer(book, message, run_id, line)
-    return book.finish(keep_empty=False)
+    read = book.finish(keep_empty=False)
+    abandoned = len(off_branch - book.seen)
+    if abandoned:
+        note = f"{abandoned} calls on abandoned branches of the session tree not replayed"
+        read = Read(read.runs, read.unmatched, (*read.notes, note))
+    return read
 
 
 def _answer(book: CallBook, message: Mapping[str, object], run_id: str, line: int) -> None:
