@@ -340,3 +340,25 @@ def test_an_openhands_events_folder_is_one_transcript(tmp_path: Path) -> None:
     assert ls.result == "a.txt"
     assert cat.error == "no b"
     assert finish.tool == "finish"
+
+
+def test_a_session_opening_with_an_unknown_record_type_is_still_detected() -> None:
+    use = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}
+    rows = [
+        {"kind": "custom-title", "title": "x"},
+        {"type": "assistant", "sessionId": "s", "message": {"role": "assistant", "content": [use]}},
+    ]
+    transcript = parse_text(_jsonl(rows))
+    assert (transcript.format, transcript.call_count) == ("claude-code", 1)
+
+
+def test_claude_code_sdk_array_with_other_record_types() -> None:
+    use = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}
+    records = [
+        {"type": "system", "subtype": "init", "session_id": "s"},
+        {"type": "stream_event", "event": {"type": "message_start"}},
+        {"type": "assistant", "message": {"role": "assistant", "content": [use]}},
+        {"type": "result", "subtype": "success"},
+    ]
+    transcript = parse_text(json.dumps(records))
+    assert (transcript.format, transcript.call_count) == ("claude-code-sdk", 1)

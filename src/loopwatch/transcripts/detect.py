@@ -183,8 +183,13 @@ def _list_reader(items: list[object]) -> tuple[FormatName, Callable[[str], Read]
         return "tau-bench", lambda path: read_taubench(_sourced(items), path)
     if is_event_list(items):
         return "openhands", lambda path: read_openhands_events(items, path)
-    if dicts and all(
-        _text_of(item.get("type")) in _CLAUDE_CODE_TYPES and "role" not in item for item in dicts
+    if (
+        dicts
+        and all(isinstance(item.get("type"), str) and "role" not in item for item in dicts)
+        and any(
+            item.get("type") in ("assistant", "user") and isinstance(item.get("message"), Mapping)
+            for item in dicts
+        )
     ):
         return "claude-code-sdk", lambda path: read_claude_code_records(_sourced(items), path)
     if any(_text_of(item.get("type")) in (CALL_TYPES | OUTPUT_TYPES) for item in dicts):
@@ -269,7 +274,7 @@ def _line_format(first: object, path: str, line: int) -> FormatName | None:
         return "openhands"
     if kind in _OPENCLAW_TYPES or (kind == "message" and isinstance(first.get("message"), Mapping)):
         return "openclaw"
-    if kind in _CLAUDE_CODE_TYPES and "session_id" in first and "sessionId" not in first:
+    if kind is not None and "session_id" in first and "sessionId" not in first:
         return "claude-code-sdk"
     if kind in _CLAUDE_CODE_TYPES or "sessionId" in first or "parentUuid" in first:
         return "claude-code"
@@ -284,10 +289,33 @@ def _line_format(first: object, path: str, line: int) -> FormatName | None:
     )
 
 
+#: Lines looked at to detect a JSONL format when the first ones announce nothing (a
+#: Claude Code session may open with title or snapshot records of types added later).
+_DETECTION_LINES: Final = 50
+
+
 def _first_value(text: str, path: str) -> tuple[int, object] | None:
     for line, value in json_lines(text, path):
         return line, value
     return None
+
+
+def _detect_lines(text: str, path: str, first: tuple[int, object]) -> FormatName | None:
+    """The format of a JSONL file: that of its first line, or of the first of the next
+    lines that announces one (so one unknown record type does not hide a transcript)."""
+    try:
+        return _line_format(first[1], path, first[0])
+    except NotATranscript as unknown:
+        for index, (line, value) in enumerate(json_lines(text, path)):
+            if index >= _DETECTION_LINES:
+                break
+            if line == first[0] or not isinstance(value, Mapping):
+                continue
+            try:
+                return _line_format(value, path, line)
+            except NotATranscript:
+                continue
+        raise unknown from None
 
 
 def _line_read(fmt: FormatName, text: str, path: str) -> Read | None:
@@ -365,7 +393,7 @@ def parse_text(text: str, *, path: str = "<text>", format: FormatName | None = N
         raise document_error from None
     if first is None:
         return Transcript(path=path, format=format or "loopwatch", runs=(Run(None, ""),))
-    detected = format or _line_format(first[1], path, first[0])
+    detected = format or _detect_lines(text, path, first)
     if detected is not None:
         read = _line_read(detected, text, path)
         if read is not None:

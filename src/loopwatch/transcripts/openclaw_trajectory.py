@@ -72,7 +72,7 @@ def read_openclaw_trajectory(lines: Iterable[tuple[int, object]], path: str) -> 
         if kind == "session.compaction":
             book.runs.add(run_id, Compaction(run_id=run_id, line=line))
         elif kind in ("tool.call", "tool_call"):
-            name = data.get("name")
+            name = data.get("name", data.get("toolName"))
             if not isinstance(name, str):
                 continue  # a wrapper event without the call's name carries nothing to replay
             call_id = data.get("toolCallId")
