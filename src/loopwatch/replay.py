@@ -14,7 +14,11 @@ The replay plays the host's part exactly as SPEC §5 and §9.3 describe it:
   means "did not fail");
 - a compaction marker calls ``compaction_retry``, arming the run's post-compaction guard;
 - ``PostCompactionLoopPersistedError`` ends the run, as it would end a live one: it is
-  recorded as an abort on that call, and the calls after it are not replayed.
+  recorded as an abort on that call, and the calls after it are not replayed;
+- calls that share a ``batch`` (one assistant message's parallel calls) get every
+  ``before_call`` first, then their outcomes in order, as a host running them in parallel
+  does; a call the transcript says was cancelled or never ran has no outcome, so nothing is
+  recorded for it (a sibling's cancellation is not a failure).
 
 After a block the recorded run goes on as the agent really continued; under loopwatch the
 model would have seen the block message instead, so everything after the first block or
@@ -35,7 +39,7 @@ from loopwatch.core.naming import normalize_tool_name
 from loopwatch.detectors.compaction import PostCompactionLoopPersistedError
 from loopwatch.fingerprint import hash_tool_call
 from loopwatch.guard import Decision, LoopGuard
-from loopwatch.transcripts.model import Compaction, Run
+from loopwatch.transcripts.model import Compaction, ReplayCall, Run
 
 ReplayAction = Literal["allow", "warn", "block", "abort", "not-replayed"]
 
@@ -272,49 +276,73 @@ def replay_run(
     agent = settings.agent_id
     decisions: list[CallDecision] = []
     ended = False
-    for event in run.events:
+    events = run.events
+    position = 0
+    while position < len(events):
+        event = events[position]
+        position += 1
         if isinstance(event, Compaction):
             if not ended:
                 guard.compaction_retry(session_key=session_key, run_id=run.run_id, agent_id=agent)
             continue
-        index = len(decisions) + 1
-        base = CallDecision(
-            index=index,
-            tool=event.tool,
-            call_id=event.call_id or f"call-{index}",
-            signature=_signature(guard, event.tool, event.args),
-            action="not-replayed",
-            tokens=event.tokens,
-            line=event.line,
-        )
-        if ended:
-            decisions.append(base)
-            continue
-        decision = guard.before_call(
-            event.tool,
-            event.args,
-            session_key=session_key,
-            run_id=run.run_id,
-            tool_call_id=base.call_id,
-            agent_id=agent,
-        )
-        blocked = decision.tool_result is not None
-        try:
-            guard.after_call(
-                event.tool,
-                event.args,
-                session_key=session_key,
-                run_id=run.run_id,
-                tool_call_id=base.call_id,
-                result=decision.tool_result if blocked else event.result,
-                error=UNDEFINED if blocked else event.error,
-                agent_id=agent,
+        group = [event]
+        while (
+            event.batch is not None
+            and position < len(events)
+            and isinstance(events[position], ReplayCall)
+            and events[position].batch == event.batch  # type: ignore[union-attr]
+        ):
+            group.append(events[position])  # type: ignore[arg-type]
+            position += 1
+        # A batch is replayed as the host ran it: every call is decided before any outcome.
+        issued: list[tuple[ReplayCall, CallDecision, Decision | None]] = []
+        for call in group:
+            index = len(decisions) + len(issued) + 1
+            base = CallDecision(
+                index=index,
+                tool=call.tool,
+                call_id=call.call_id or f"call-{index}",
+                signature=_signature(guard, call.tool, call.args),
+                action="not-replayed",
+                tokens=call.tokens,
+                line=call.line,
             )
-        except PostCompactionLoopPersistedError as exc:
-            decisions.append(_aborted(base, exc))
-            ended = True
-            continue
-        decisions.append(_from_decision(base, decision))
+            decision = None
+            if not ended:
+                decision = guard.before_call(
+                    call.tool,
+                    call.args,
+                    session_key=session_key,
+                    run_id=run.run_id,
+                    tool_call_id=base.call_id,
+                    agent_id=agent,
+                )
+            issued.append((call, base, decision))
+        for call, base, decision in issued:
+            if decision is None:
+                decisions.append(base)
+                continue
+            if ended:
+                # Issued alongside the call that ended the run: decided, never finished.
+                decisions.append(_from_decision(base, decision))
+                continue
+            blocked = decision.tool_result is not None
+            try:
+                guard.after_call(
+                    call.tool,
+                    call.args,
+                    session_key=session_key,
+                    run_id=run.run_id,
+                    tool_call_id=base.call_id,
+                    result=decision.tool_result if blocked else call.result,
+                    error=UNDEFINED if blocked else call.error,
+                    agent_id=agent,
+                )
+            except PostCompactionLoopPersistedError as exc:
+                decisions.append(_aborted(base, exc))
+                ended = True
+                continue
+            decisions.append(_from_decision(base, decision))
     return RunReplay(run=run, decisions=tuple(decisions))
 
 

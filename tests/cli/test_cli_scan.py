@@ -19,10 +19,10 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
     return code, captured.out, captured.err
 
 
-def _rows(out: str) -> dict[str, list[str]]:
-    """Table rows by run name: the cells split on runs of 2+ spaces."""
+def _table(out: str) -> dict[str, list[str]]:
+    """Every cell of every row by its first cell (file or run), split on 2+ spaces."""
     lines = out.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("run "))
+    start = next(i for i, line in enumerate(lines) if line.startswith(("run ", "file ")))
     rows: dict[str, list[str]] = {}
     for line in lines[start + 1 :]:
         if not line.strip() or line.startswith("("):
@@ -30,6 +30,14 @@ def _rows(out: str) -> dict[str, list[str]]:
         cells = re.split(r"\s{2,}", line.strip())
         rows[cells[0]] = cells[1:]
     return rows
+
+
+def _rows(out: str) -> dict[str, list[str]]:
+    """Table rows by file (or run, with ``--runs``): the finding cells only (calls, first
+    warn, first block, detector, wasted, wasted tokens), without format, runs and note."""
+    per_file = any(line.startswith("file ") for line in out.splitlines())
+    skip = 2 if per_file else 1
+    return {name: cells[skip:-1] for name, cells in _table(out).items()}
 
 
 # --- the table ---------------------------------------------------------------------------
@@ -65,7 +73,8 @@ def test_scan_examples_table(capsys: pytest.CaptureFixture[str], examples: Path)
 def test_scan_with_run_ids_tokens_and_an_abort(
     capsys: pytest.CaptureFixture[str], data: Path
 ) -> None:
-    code, out, _err = _run(capsys, "scan", str(data / "loopwatch" / "runs_and_compaction.jsonl"))
+    path = str(data / "loopwatch" / "runs_and_compaction.jsonl")
+    code, out, _err = _run(capsys, "scan", path, "--runs")
     assert code == 0
     rows = _rows(out)
     assert rows["runs_and_compaction.jsonl#r1"] == ["3", "-", "-", "-", "0", "0"]
@@ -90,12 +99,12 @@ def test_flagged_lists_only_runs_with_findings(
         "openclaw_kimi48b__P1-r5.jsonl",
         "gemini3pro_miniswe__matplotlib__matplotlib-24177.jsonl",
     }
-    assert "(3 runs without findings not shown)" in out
+    assert "(3 files without findings not shown)" in out
 
 
 def test_every_format_in_one_scan(capsys: pytest.CaptureFixture[str], data: Path) -> None:
     folders = ["loopwatch", "openai", "anthropic", "claude_code", "openclaw"]
-    code, out, err = _run(capsys, "scan", *(str(data / folder) for folder in folders))
+    code, out, err = _run(capsys, "scan", "--runs", *(str(data / folder) for folder in folders))
     assert (code, err) == (0, "")
     rows = _rows(out)
     assert rows["loop.jsonl"][:4] == ["25", "#11", "#21 block", "generic_repeat"]
@@ -118,7 +127,9 @@ def test_malformed_files_are_reported_and_the_others_still_scanned(
     assert "loop.jsonl" in _rows(out)
     bad = data / "malformed" / "bad_json.jsonl"
     assert f"loopwatch: skipped {bad}:3: invalid JSON: Expecting property name" in err
-    assert f"skipped: {len(list((data / 'malformed').iterdir()))} files" in out
+    # The walk ignores valid JSON of another shape (unknown_shape.jsonl) instead of failing.
+    assert f"skipped: {len(list((data / 'malformed').iterdir())) - 1} files" in out
+    assert "ignored: 1 file" in out
     assert f"  {data / 'malformed' / 'invalid_utf8.jsonl'}:2: not valid UTF-8" in out
 
 

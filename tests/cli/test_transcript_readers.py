@@ -295,7 +295,11 @@ def test_a_bom_is_ignored() -> None:
         ("bad_tool.jsonl", 2, '"tool" must be a string'),
         ("unknown_event.jsonl", 1, "unknown event 'reset'"),
         ("broken_document.json", 4, "invalid JSON: Expecting ',' delimiter"),
-        ("unknown_shape.jsonl", 1, "unrecognised transcript format"),
+        (
+            "unknown_shape.jsonl",
+            1,
+            "not a transcript format loopwatch reads: a JSON object with keys hello",
+        ),
         ("invalid_utf8.jsonl", 2, "not valid UTF-8"),
         ("bad_tool_calls.json", None, 'message 1: "tool_calls" must be a list'),
     ],
@@ -315,7 +319,7 @@ def test_unreadable_path_is_a_transcript_error(tmp_path: Path) -> None:
     with pytest.raises(TranscriptError) as caught:
         read_transcript(tmp_path)  # a directory cannot be read as a file
     assert caught.value.line is None
-    assert caught.value.reason.startswith("cannot read")
+    assert caught.value.reason == "not a regular file (a directory)"
 
 
 def test_transcript_error_pickles() -> None:

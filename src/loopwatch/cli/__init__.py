@@ -11,8 +11,10 @@ Commands:
 - ``loopwatch install AGENT`` / ``uninstall AGENT``: add or remove the hook entries.
 
 Exit codes: 0 everything scanned (or the config is valid); 1 ``--fail-on`` found a run that
-warned / blocked; 2 a usage or config error; 3 some file was skipped. When a run reached
-``--fail-on`` *and* a file was skipped, 1 wins: a finding is definite, a skip is a doubt.
+warned / blocked; 2 a usage or config error; 3 some file was skipped; 4 a file was read as a
+transcript but yielded no tool calls, or tool results that match no call (nothing, or not
+everything, was checked: never a silent all-clear). When several apply, the lowest of 1, 3,
+4 wins: a finding is definite, a skipped file is a bigger doubt than a misread one.
 """
 
 from __future__ import annotations
@@ -26,28 +28,24 @@ from typing import Final, TextIO
 
 from loopwatch import __version__
 from loopwatch.config import ConfigError, load_config_file, merge_agent_config
-from loopwatch.transcripts import FORMATS, FormatName, Run, find_transcripts
+from loopwatch.transcripts import FORMATS, FormatName, Run
+from loopwatch.transcripts.detect import DEFAULT_MAX_FILE_BYTES, walk_transcripts
 
 from ._config_check import check_json, render_check, render_errors
 from ._html import render_html
 from ._install import add_install_parsers
 from ._progress import Progress, wants_progress
 from ._scan import (
-    EXIT_FINDINGS,
     EXIT_OK,
-    EXIT_SKIPPED,
     EXIT_USAGE,
     ScanResult,
     ScanSetup,
     UsageError,
     describe_setup,
     load_setup,
-    render_json,
-    render_table,
     scan,
-    setup_json,
-    skipped_json,
 )
+from ._scan_report import header_line, render_json, render_table, setup_json, skipped_json
 from ._serve import add_serve_parser
 from ._sweep import parse_sweep, render_sweep, run_sweep, sweep_json
 from ._text import safe_text, write
@@ -106,7 +104,25 @@ def build_parser() -> argparse.ArgumentParser:
         help="exit 1 when any run warned (warn) or was blocked or aborted (block)",
     )
     scan_parser.add_argument(
-        "--flagged", action="store_true", help="list only runs that warned, blocked or aborted"
+        "--flagged", action="store_true", help="list only files (runs) with findings"
+    )
+    scan_parser.add_argument(
+        "--runs", action="store_true", help="one row per run instead of one per file"
+    )
+    scan_parser.add_argument(
+        "--jobs", type=_positive, default=1, metavar="N", help="read N files in parallel processes"
+    )
+    scan_parser.add_argument(
+        "--max-file-size",
+        type=_positive,
+        default=DEFAULT_MAX_FILE_BYTES // (1024 * 1024),
+        metavar="MIB",
+        help="skip files bigger than this (default %(default)s MiB)",
+    )
+    scan_parser.add_argument(
+        "--no-excerpts",
+        action="store_true",
+        help="leave the excerpt of the repeated error/result out of --html and --json",
     )
     scan_parser.add_argument("--no-progress", action="store_true", help="never draw a progress bar")
     scan_parser.set_defaults(handler=_cmd_scan)
@@ -132,6 +148,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # --- scan --------------------------------------------------------------------------------
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
 
 
 def _sweep_base(setup: ScanSetup) -> dict[str, object]:
@@ -176,15 +202,14 @@ def _run_sweep(args: argparse.Namespace, setup: ScanSetup, result: ScanResult) -
         }
         write(sys.stdout, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
     else:
-        calls = sum(replay.calls for _path, replay in result.replays)
         header = [
-            f"loopwatch scan --sweep: {len(result.files)} files, {len(runs)} runs, {calls} calls",
+            header_line(result, "loopwatch scan --sweep"),
             # The swept thresholds replace the fixed ones in the header.
             *(line for line in describe_setup(setup) if not line.startswith("thresholds:")),
             "",
         ]
         write(sys.stdout, "\n".join(header) + "\n" + render_sweep(rows, axes))
-    return EXIT_SKIPPED if result.skipped else EXIT_OK
+    return result.exit_code(None)
 
 
 def _cmd_scan(args: argparse.Namespace) -> int:
@@ -205,7 +230,8 @@ def _cmd_scan(args: argparse.Namespace) -> int:
         _error(str(exc))
         return EXIT_USAGE
 
-    files, missing = find_transcripts(args.paths)
+    found = walk_transcripts(args.paths)
+    files = found.files
     format_name: FormatName | None = args.format
     progress = Progress(
         sys.stderr,
@@ -213,11 +239,28 @@ def _cmd_scan(args: argparse.Namespace) -> int:
         unit="files",
         enabled=wants_progress(sys.stderr, len(files), disabled=args.no_progress),
     )
-    reports, skipped = scan(files, setup, format=format_name, progress=progress)
+    reports, skipped, ignored = scan(
+        files,
+        setup,
+        format=format_name,
+        progress=progress,
+        explicit=found.explicit,
+        max_bytes=args.max_file_size * 1024 * 1024,
+        jobs=args.jobs,
+        keep_runs=args.sweep is not None,
+    )
     progress.close()
-    result = ScanResult(setup=setup, files=reports, skipped=(*missing, *skipped))
+    result = ScanResult(
+        setup=setup,
+        files=reports,
+        skipped=(*found.problems, *skipped),
+        ignored=(*found.ignored, *ignored),
+    )
     for problem in result.skipped:
         write(sys.stderr, f"loopwatch: skipped {safe_text(str(problem))}\n")
+    for report in result.doubtful:
+        for doubt in report.doubts:
+            write(sys.stderr, f"loopwatch: {safe_text(report.path)}: {safe_text(doubt)}\n")
 
     if args.sweep is not None:
         return _run_sweep(args, setup, result)
@@ -225,19 +268,19 @@ def _cmd_scan(args: argparse.Namespace) -> int:
     if args.html is not None:
         try:
             Path(args.html).write_text(
-                render_html(result, __version__), encoding="utf-8", errors="backslashreplace"
+                render_html(result, __version__, excerpts=not args.no_excerpts),
+                encoding="utf-8",
+                errors="backslashreplace",
             )
         except OSError as exc:
             _error(f"cannot write {args.html}: {exc.strerror or exc}")
             return EXIT_USAGE
         write(sys.stderr, f"loopwatch: report written to {safe_text(args.html)}\n")
     if args.json:
-        write(sys.stdout, render_json(result, __version__))
+        write(sys.stdout, render_json(result, __version__, excerpts=not args.no_excerpts))
     else:
-        write(sys.stdout, render_table(result, flagged_only=args.flagged))
-    if args.fail_on is not None and result.findings(args.fail_on):
-        return EXIT_FINDINGS
-    return EXIT_SKIPPED if result.skipped else EXIT_OK
+        write(sys.stdout, render_table(result, flagged_only=args.flagged, per_run=args.runs))
+    return result.exit_code(args.fail_on)
 
 
 # --- config check ------------------------------------------------------------------------

@@ -17,10 +17,12 @@ from collections.abc import Sequence
 from html import escape
 from typing import Final
 
+from loopwatch.core.naming import normalize_tool_name
 from loopwatch.replay import CallDecision, RunReplay
 from loopwatch.transcripts import Compaction
 
-from ._scan import ScanResult, describe_setup, totals
+from ._scan import ArgsPreview, ScanResult, describe_setup
+from ._scan_report import header_line, totals
 from ._text import run_label, safe_text
 
 #: Lanes drawn per run; rarer repeated signatures join the bottom lane.
@@ -50,6 +52,8 @@ th{background:#f4f6f9;font-weight:600}td.n{text-align:right;font-variant-numeric
 .tick{font:10px system-ui,sans-serif;fill:#7a8190}
 .badge{display:inline-block;padding:0 .45rem;border-radius:3px;color:#fff;font-size:12px}
 .msg{max-width:44rem}details summary{cursor:pointer;margin:1rem 0}
+pre.excerpt{white-space:pre-wrap;word-break:break-all;background:#f4f6f9;padding:.4rem .6rem;
+border-radius:4px;max-width:60rem}
 """
 
 _LEGEND: Final = (
@@ -63,10 +67,19 @@ _LEGEND: Final = (
 
 
 def _e(text: object) -> str:
-    return escape(safe_text(str(text)), quote=True)
+    return escape(safe_text(str(text), keep_lines=True), quote=True)
+
+
+def _tool(name: str) -> str:
+    """A tool name as the guard's messages spell it (``Bash`` is ``exec`` there), with the
+    name the transcript recorded when they differ, so the report and the messages agree."""
+    seen = normalize_tool_name(name)
+    return seen if seen == name else f"{seen} (recorded as {name})"
 
 
 def _preview(args: object) -> str:
+    if isinstance(args, ArgsPreview):
+        return args.text
     try:
         text = json.dumps(args, ensure_ascii=True, sort_keys=True, default=str)
     except (TypeError, ValueError, RecursionError):
@@ -95,7 +108,7 @@ def _compaction_points(replay: RunReplay) -> list[int]:
 
 
 def _tooltip(decision: CallDecision, args: object) -> str:
-    text = f"#{decision.index} {decision.tool}: {decision.action}"
+    text = f"#{decision.index} {_tool(decision.tool)}: {decision.action}"
     if decision.detector:
         text += f" ({decision.detector}, count {decision.count})"
     return f"{text}\nargs: {_preview(args)}"
@@ -126,7 +139,7 @@ def timeline_svg(replay: RunReplay) -> str:
             name = "other calls"
         else:
             digest = signature.rsplit(":", 1)[-1][:8]
-            name = f"{tools.get(signature, '?')} {digest}"
+            name = f"{normalize_tool_name(tools.get(signature, '?'))} {digest}"
         parts.append(
             f'<text class="lane" x="{_LABEL_WIDTH - 6}" y="{y + 12}" '
             f'text-anchor="end">{_e(name[:28])}</text>'
@@ -159,7 +172,7 @@ def timeline_svg(replay: RunReplay) -> str:
 
 def _decision_rows(replay: RunReplay) -> str:
     rows = [
-        f"<tr><td class='n'>#{d.index}</td><td>{_e(d.tool)}</td>"
+        f"<tr><td class='n'>#{d.index}</td><td>{_e(_tool(d.tool))}</td>"
         f"<td><span class='badge {_e(d.action)}'>{_e(d.action)}</span></td>"
         f"<td>{_e(d.detector or '-')}</td><td class='n'>{d.count}</td>"
         f"<td>{'yes' if d.emitted else 'no'}</td><td class='msg'>{_e(d.message or '')}</td></tr>"
@@ -185,52 +198,89 @@ def _status(replay: RunReplay) -> str:
     return "no findings"
 
 
-def _run_section(anchor: str, path: str, fmt: str, replay: RunReplay) -> str:
+def _excerpt_block(excerpt: str | None) -> str:
+    if not excerpt:
+        return ""
+    return (
+        "<p class='meta'>The outcome the loop repeated (excerpt):</p>"
+        f"<pre class='excerpt'>{_e(excerpt)}</pre>"
+    )
+
+
+def _run_section(
+    anchor: str, path: str, fmt: str, replay: RunReplay, excerpt: str | None = None
+) -> str:
     tokens = replay.wasted_tokens
     token_text = f", {tokens} tokens" if tokens else ""
     return (
         f"<section class='run' id='{anchor}'><h2>{_e(run_label(path, replay.run.label))}</h2>"
         f"<p class='meta'>{_e(path)} · {_e(fmt)} · {replay.calls} calls · "
         f"{_e(_status(replay))}{_e(token_text)}</p>"
-        f"<div class='timeline'>{timeline_svg(replay)}</div>{_decision_rows(replay)}</section>"
+        f"<div class='timeline'>{timeline_svg(replay)}</div>{_decision_rows(replay)}"
+        f"{_excerpt_block(excerpt)}</section>"
     )
 
 
-def _overview(entries: Sequence[tuple[str, str, str, RunReplay]]) -> str:
+def _overview(entries: Sequence[tuple[str, str, str, RunReplay, str | None]]) -> str:
     rows = []
-    for anchor, path, _fmt, replay in entries:
+    for anchor, path, fmt, replay, _excerpt in entries:
         warning = replay.first_warning
         stop = replay.first_stop
         rows.append(
             f"<tr><td><a href='#{anchor}'>{_e(run_label(path, replay.run.label))}</a></td>"
-            f"<td class='n'>{replay.calls}</td>"
+            f"<td>{_e(fmt)}</td><td class='n'>{replay.calls}</td>"
             f"<td class='n'>{'#' + str(warning.index) if warning else '-'}</td>"
             f"<td>{_e(f'#{stop.index} {stop.action}') if stop else '-'}</td>"
             f"<td>{_e(replay.detector or '-')}</td><td class='n'>{replay.wasted_calls}</td></tr>"
         )
     return (
-        "<table><tr><th>run</th><th>calls</th><th>first warn</th><th>first block/abort</th>"
+        "<table><tr><th>run</th><th>format</th><th>calls</th><th>first warn</th>"
+        "<th>first block/abort</th>"
         "<th>detector</th><th>wasted</th></tr>" + "".join(rows) + "</table>"
     )
 
 
-def render_html(result: ScanResult, version: str) -> str:
+def _problems(title: str, problems: Sequence[object]) -> str:
+    if not problems:
+        return ""
+    items = "".join(
+        f"<li>{_e(getattr(exc, 'location', ''))}: {_e(getattr(exc, 'reason', ''))}</li>"
+        for exc in problems
+    )
+    return f"<h2>{_e(title)}</h2><ul>{items}</ul>"
+
+
+def _notes(result: ScanResult) -> str:
+    items = [
+        f"<li>{_e(report.path)}: {_e(note)}</li>"
+        for report in result.files
+        for note in (*report.doubts, *report.notes)
+    ]
+    return f"<h2>Notes</h2><ul>{''.join(items)}</ul>" if items else ""
+
+
+def render_html(result: ScanResult, version: str, *, excerpts: bool = True) -> str:
     """The whole report as one HTML document.
 
-    Runs with findings come first, in full; runs without findings follow in a collapsed
-    section with their timelines, so the report stays readable for a whole corpus.
+    Runs with findings come first, in full, each with an excerpt of the outcome its loop
+    repeated (escaped and cut short; ``excerpts=False`` leaves them out); runs without
+    findings follow in a collapsed section with their timelines, so the report stays
+    readable for a whole corpus.
     """
+    pairs = [
+        (report, replay, (report.excerpts[i] if i < len(report.excerpts) else None))
+        for report in result.files
+        for i, replay in enumerate(report.replays)
+    ]
     entries = [
-        (f"run-{index}", report.path, report.format, replay)
-        for index, (report, replay) in enumerate(
-            ((report, replay) for report in result.files for replay in report.replays), start=1
-        )
+        (f"run-{index}", report.path, report.format, replay, excerpt if excerpts else None)
+        for index, (report, replay, excerpt) in enumerate(pairs, start=1)
     ]
     flagged = [e for e in entries if e[3].warned or e[3].blocked or e[3].aborted]
     clean = [e for e in entries if not (e[3].warned or e[3].blocked or e[3].aborted)]
     t = totals(result)
     summary = (
-        f"{t['files']} files, {t['runs']} runs, {t['calls']} calls: {t['runs_warned']} warned, "
+        f"{header_line(result, '').lstrip(': ')}: {t['runs_warned']} warned, "
         f"{t['runs_blocked']} blocked, {t['runs_aborted']} aborted; "
         f"{t['wasted_calls']} calls wasted"
     )
@@ -252,9 +302,9 @@ def render_html(result: ScanResult, version: str) -> str:
             + "".join(_run_section(*entry) for entry in clean)
             + "</details>"
         )
-    if result.skipped:
-        items = "".join(f"<li>{_e(exc.location)}: {_e(exc.reason)}</li>" for exc in result.skipped)
-        body.append(f"<h2>Skipped files</h2><ul>{items}</ul>")
+    body.append(_notes(result))
+    body.append(_problems("Skipped files", result.skipped))
+    body.append(_problems("Ignored files", result.ignored))
     body.append(f"<p class='meta'>Generated by loopwatch {_e(version)}.</p>")
     return (
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"

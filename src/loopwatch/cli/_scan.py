@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, cast
 
@@ -20,11 +20,22 @@ from loopwatch.config import (
     load_config_file,
     merge_agent_config,
 )
+from loopwatch.core._undefined import UNDEFINED
 from loopwatch.replay import DEFAULT_SCAN_BLOCK, ReplaySettings, RunReplay, replay_run
-from loopwatch.transcripts import FormatName, TranscriptError, read_transcript
+from loopwatch.transcripts import (
+    Compaction,
+    FormatName,
+    ReplayCall,
+    Run,
+    TranscriptError,
+    read_transcript,
+)
+from loopwatch.transcripts._common import content_text
+from loopwatch.transcripts.detect import DEFAULT_MAX_FILE_BYTES
+from loopwatch.transcripts.model import NotATranscript
 
 from ._progress import Progress
-from ._text import elide, run_label, safe_text, table
+from ._text import safe_text
 
 FailOn = Literal["warn", "block"]
 
@@ -32,6 +43,9 @@ EXIT_OK: Final = 0
 EXIT_FINDINGS: Final = 1
 EXIT_USAGE: Final = 2
 EXIT_SKIPPED: Final = 3
+#: A file was read as a transcript but nothing in it can be trusted as an all-clear: it
+#: yielded no tool calls, or tool results that match no call.
+EXIT_DOUBT: Final = 4
 
 
 class UsageError(Exception):
@@ -143,27 +157,91 @@ def describe_setup(setup: ScanSetup) -> list[str]:
     return lines
 
 
+@dataclass(frozen=True, slots=True)
+class ArgsPreview:
+    """A call's arguments cut to a short JSON preview: what a report shows of them.
+
+    A scan keeps this instead of the arguments themselves once a run is replayed, so a
+    large folder does not keep every file's tool data in memory (``--sweep`` keeps the
+    full runs: it replays them again).
+    """
+
+    text: str
+
+
 @dataclass(frozen=True)
 class FileReport:
-    """One scanned transcript and the replays of its runs."""
+    """One scanned transcript and the replays of its runs.
+
+    Attributes:
+        path: the file.
+        format: the format it was read as.
+        replays: one per run.
+        unmatched_results: tool results the reader could not match to a call.
+        notes: the reader's notes (copies counted once, calls rebuilt, ...).
+        excerpts: per replay, a short excerpt of the outcome the decisive call repeated
+            (``None`` without a finding, or when the transcript has no outcome).
+    """
 
     path: str
     format: FormatName
     replays: tuple[RunReplay, ...]
+    unmatched_results: int = 0
+    notes: tuple[str, ...] = ()
+    excerpts: tuple[str | None, ...] = ()
+
+    @property
+    def calls(self) -> int:
+        """The calls of every run."""
+        return sum(replay.calls for replay in self.replays)
+
+    @property
+    def doubts(self) -> tuple[str, ...]:
+        """Why this file's verdict cannot be trusted as an all-clear (empty when it can)."""
+        doubts: list[str] = []
+        if self.calls == 0:
+            doubts.append(NO_CALLS_NOTE.format(format=self.format))
+        if self.unmatched_results:
+            doubts.append(UNMATCHED_NOTE.format(count=self.unmatched_results))
+        return tuple(doubts)
+
+
+#: Per-file notes that make a file a doubt (exit code 4).
+NO_CALLS_NOTE: Final = (
+    "no tool calls found (read as {format}): nothing was checked; if the file has calls, "
+    "its format was misread (try --format)"
+)
+UNMATCHED_NOTE: Final = "{count} tool results match no call: some calls were not understood"
+#: Longest outcome excerpt kept per finding.
+EXCERPT_CHARS: Final = 300
 
 
 @dataclass(frozen=True)
 class ScanResult:
-    """Everything a scan found."""
+    """Everything a scan found.
+
+    Attributes:
+        setup: the replay settings.
+        files: the files read.
+        skipped: files that could not be read (and missing paths): a doubt, exit 3.
+        ignored: files a folder walk left out on purpose (side files, copies, special
+            files, valid JSON that is no transcript): counted, not an error.
+    """
 
     setup: ScanSetup
     files: tuple[FileReport, ...]
     skipped: tuple[TranscriptError, ...]
+    ignored: tuple[TranscriptError, ...] = ()
 
     @property
     def replays(self) -> tuple[tuple[str, RunReplay], ...]:
         """Every replayed run with its file path, in scan order."""
         return tuple((report.path, replay) for report in self.files for replay in report.replays)
+
+    @property
+    def doubtful(self) -> tuple[FileReport, ...]:
+        """Files read as transcripts whose all-clear cannot be trusted."""
+        return tuple(report for report in self.files if report.doubts)
 
     def findings(self, fail_on: FailOn) -> bool:
         """Whether any run reached ``fail_on`` (a warning, or a block/abort)."""
@@ -174,6 +252,125 @@ class ScanResult:
                 return True
         return False
 
+    def exit_code(self, fail_on: FailOn | None) -> int:
+        """1 findings, then 3 a file skipped, then 4 a file not understood, else 0."""
+        if fail_on is not None and self.findings(fail_on):
+            return EXIT_FINDINGS
+        if self.skipped:
+            return EXIT_SKIPPED
+        if self.doubtful:
+            return EXIT_DOUBT
+        return EXIT_OK
+
+
+def _outcome_text(value: object) -> str | None:
+    if value is UNDEFINED:
+        return None
+    if isinstance(value, str):
+        return value
+    text = content_text(value)
+    if not text and isinstance(value, Mapping):
+        text = content_text(value.get("content"))
+    if text:
+        return text
+    try:
+        return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    except (TypeError, ValueError, RecursionError):
+        return None
+
+
+def excerpt_of(replay: RunReplay) -> str | None:
+    """A short excerpt of the error or result the decisive call of a finding repeated."""
+    decisive = replay.first_stop or replay.first_warning
+    if decisive is None:
+        return None
+    calls = replay.run.calls
+    for decision in reversed(replay.decisions[: decisive.index]):
+        if decision.signature != decisive.signature or decision.index > len(calls):
+            continue
+        call = calls[decision.index - 1]
+        for value in (call.error, call.result):
+            text = _outcome_text(value)
+            if text:
+                text = " ".join(text.split())
+                return text if len(text) <= EXCERPT_CHARS else text[: EXCERPT_CHARS - 3] + "..."
+    return None
+
+
+def _preview_text(args: object) -> str:
+    try:
+        text = json.dumps(args, ensure_ascii=True, sort_keys=True, default=str)
+    except (TypeError, ValueError, RecursionError):
+        text = "<unprintable>"
+    return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 3] + "..."
+
+
+#: Characters of a call's arguments a report keeps.
+PREVIEW_CHARS: Final = 100
+
+
+def light_run(run: Run) -> Run:
+    """``run`` with its calls' arguments cut to previews and their outcomes dropped."""
+    events: list[Compaction | ReplayCall] = [
+        event
+        if isinstance(event, Compaction)
+        else dataclasses.replace(
+            event, args=ArgsPreview(_preview_text(event.args)), result=UNDEFINED, error=UNDEFINED
+        )
+        for event in run.events
+    ]
+    return dataclasses.replace(run, events=tuple(events))
+
+
+def scan_file(
+    path: str,
+    setup: ScanSetup,
+    *,
+    format: FormatName | None = None,
+    max_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    keep_runs: bool = False,
+) -> FileReport:
+    """Read and replay one file.
+
+    Raises:
+        TranscriptError: the file cannot be read (``NotATranscript`` when it is valid
+            JSON of another shape).
+    """
+    transcript = read_transcript(path, format=format, max_bytes=max_bytes)
+    replays = tuple(
+        replay_run(run, setup.settings, session_key=f"{path}#{run.label}")
+        for run in transcript.runs
+    )
+    excerpts = tuple(excerpt_of(replay) for replay in replays)
+    if not keep_runs:
+        replays = tuple(dataclasses.replace(r, run=light_run(r.run)) for r in replays)
+    return FileReport(
+        path,
+        transcript.format,
+        replays,
+        transcript.unmatched_results,
+        transcript.notes,
+        excerpts,
+    )
+
+
+_WORKER_SETUP: dict[str, ScanSetup] = {}
+
+
+def _worker_init(config_path: str | None, agent_id: str | None, profile: Profile) -> None:
+    _WORKER_SETUP["setup"] = load_setup(config_path, agent_id, profile)
+
+
+def _worker_scan(
+    path: str, format: FormatName | None, max_bytes: int, keep_runs: bool
+) -> FileReport | TranscriptError:
+    try:
+        return scan_file(
+            path, _WORKER_SETUP["setup"], format=format, max_bytes=max_bytes, keep_runs=keep_runs
+        )
+    except TranscriptError as exc:
+        return exc
+
 
 def scan(
     files: Sequence[str],
@@ -181,7 +378,11 @@ def scan(
     *,
     format: FormatName | None = None,
     progress: Progress | None = None,
-) -> tuple[tuple[FileReport, ...], tuple[TranscriptError, ...]]:
+    explicit: Collection[str] | None = None,
+    max_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    jobs: int = 1,
+    keep_runs: bool = False,
+) -> tuple[tuple[FileReport, ...], tuple[TranscriptError, ...], tuple[TranscriptError, ...]]:
     """Read and replay every file; a file that cannot be read is skipped, not fatal.
 
     Args:
@@ -189,197 +390,65 @@ def scan(
         setup: the replay settings.
         format: force one transcript format.
         progress: advanced once per file.
+        explicit: the files named on the command line (``None``: all of them). A walked
+            file that is valid JSON but no transcript is ignored, not skipped.
+        max_bytes: the largest file read.
+        jobs: files replayed in parallel processes (1: in this process).
+        keep_runs: keep the full runs (arguments and outcomes) in the reports, for a
+            sweep; otherwise only previews are kept, so memory stays bounded.
 
     Returns:
-        ``(reports, skipped)``.
+        ``(reports, skipped, ignored)``, in file order.
     """
     reports: list[FileReport] = []
     skipped: list[TranscriptError] = []
-    for path in files:
-        try:
-            transcript = read_transcript(path, format=format)
-        except TranscriptError as exc:
-            skipped.append(exc)
+    ignored: list[TranscriptError] = []
+
+    def take(path: str, outcome: FileReport | TranscriptError) -> None:
+        if isinstance(outcome, FileReport):
+            reports.append(outcome)
+        elif isinstance(outcome, NotATranscript) and explicit is not None and path not in explicit:
+            ignored.append(outcome)
         else:
-            replays = tuple(
-                replay_run(run, setup.settings, session_key=f"{path}#{run.label}")
-                for run in transcript.runs
-            )
-            reports.append(FileReport(path, transcript.format, replays))
+            skipped.append(outcome)
         if progress is not None:
             progress.advance()
-    return tuple(reports), tuple(skipped)
 
+    if jobs > 1 and len(files) > 1:
+        from concurrent.futures import ProcessPoolExecutor
 
-# --- text --------------------------------------------------------------------------------
-
-
-def _stop_cell(replay: RunReplay) -> str:
-    stop = replay.first_stop
-    return f"#{stop.index} {stop.action}" if stop else "-"
-
-
-def _row(path: str, replay: RunReplay, with_tokens: bool) -> list[str]:
-    warning = replay.first_warning
-    row = [
-        elide(run_label(path, replay.run.label)),
-        str(replay.calls),
-        f"#{warning.index}" if warning else "-",
-        _stop_cell(replay),
-        replay.detector or "-",
-        str(replay.wasted_calls),
-    ]
-    if with_tokens:
-        tokens = replay.wasted_tokens
-        row.append("-" if tokens is None else str(tokens))
-    return row
-
-
-def _flagged(replay: RunReplay) -> bool:
-    return replay.warned or replay.blocked or replay.aborted
-
-
-def totals(result: ScanResult) -> dict[str, int | None]:
-    """The scan's totals (also the ``totals`` object of ``--json``)."""
-    replays = [replay for _path, replay in result.replays]
-    token_counts = [r.wasted_tokens for r in replays if r.wasted_tokens is not None]
-    return {
-        "files": len(result.files),
-        "skipped_files": len(result.skipped),
-        "runs": len(replays),
-        "calls": sum(r.calls for r in replays),
-        "runs_warned": sum(1 for r in replays if r.warned),
-        "runs_blocked": sum(1 for r in replays if r.blocked),
-        "runs_aborted": sum(1 for r in replays if r.aborted),
-        "calls_warned": sum(r.calls_warned for r in replays),
-        "calls_blocked": sum(r.calls_blocked for r in replays),
-        "wasted_calls": sum(r.wasted_calls for r in replays),
-        "wasted_tokens": sum(token_counts) if token_counts else None,
-    }
-
-
-def _totals_line(result: ScanResult) -> str:
-    t = totals(result)
-    calls = t["calls"] or 0
-    wasted = t["wasted_calls"] or 0
-    share = f" ({100 * wasted / calls:.1f}% of all calls)" if calls else ""
-    line = (
-        f"totals: {t['runs']} runs, {calls} calls; {t['runs_warned']} warned, "
-        f"{t['runs_blocked']} blocked, {t['runs_aborted']} aborted; "
-        f"{wasted} calls wasted{share}"
-    )
-    if t["wasted_tokens"] is not None:
-        line += f", {t['wasted_tokens']} tokens"
-    return line
-
-
-def _skipped_lines(skipped: Sequence[TranscriptError]) -> list[str]:
-    if not skipped:
-        return []
-    lines = [f"skipped: {len(skipped)} file{'s' if len(skipped) != 1 else ''}"]
-    lines += [f"  {safe_text(exc.location)}: {safe_text(exc.reason)}" for exc in skipped]
-    return lines
-
-
-def render_table(result: ScanResult, *, flagged_only: bool = False) -> str:
-    """The terminal report: a header, one row per run, totals, skipped files.
-
-    Args:
-        result: the scan.
-        flagged_only: list only runs that warned, blocked or aborted.
-
-    Returns:
-        The text, ending with a newline.
-    """
-    t = totals(result)
-    lines = [
-        f"loopwatch scan: {t['files']} files, {t['runs']} runs, {t['calls']} calls",
-        *describe_setup(result.setup),
-        "",
-    ]
-    replays = result.replays
-    with_tokens = any(replay.wasted_tokens is not None for _p, replay in replays)
-    shown = [(p, r) for p, r in replays if _flagged(r)] if flagged_only else list(replays)
-    header = ["run", "calls", "first warn", "first block/abort", "detector", "wasted"]
-    if with_tokens:
-        header.append("wasted tokens")
-    if shown:
-        rows = [_row(path, replay, with_tokens) for path, replay in shown]
-        right = frozenset({1, 5, 6})
-        lines.append(table(header, rows, right=right))
+        with ProcessPoolExecutor(
+            max_workers=jobs,
+            initializer=_worker_init,
+            initargs=(setup.config_path, setup.agent_id, setup.profile),
+        ) as pool:
+            outcomes = pool.map(
+                _worker_scan,
+                files,
+                *([format] * len(files), [max_bytes] * len(files), [keep_runs] * len(files)),
+                chunksize=1,
+            )
+            for path, outcome in zip(files, outcomes, strict=True):
+                take(path, outcome)
     else:
-        lines.append("(no runs warned, blocked or aborted)" if flagged_only else "(no runs)")
-    hidden = len(replays) - len(shown)
-    if hidden:
-        lines.append(f"({hidden} runs without findings not shown)")
-    lines += ["", _totals_line(result), *_skipped_lines(result.skipped)]
-    return "\n".join(lines) + "\n"
-
-
-# --- JSON --------------------------------------------------------------------------------
-
-
-def replay_json(path: str, format: str, replay: RunReplay) -> dict[str, Any]:
-    """One run as ``--json`` reports it, every decision included."""
-    warning = replay.first_warning
-    stop = replay.first_stop
-    return {
-        "file": path,
-        "format": format,
-        "run": replay.run.label,
-        "run_id": replay.run.run_id,
-        "label": run_label(path, replay.run.label),
-        "calls": replay.calls,
-        "warned": replay.warned,
-        "blocked": replay.blocked,
-        "aborted": replay.aborted,
-        "first_warning": warning.index if warning else None,
-        "first_stop": {"index": stop.index, "action": stop.action} if stop else None,
-        "detector": replay.detector,
-        "calls_warned": replay.calls_warned,
-        "calls_blocked": replay.calls_blocked,
-        "wasted_calls": replay.wasted_calls,
-        "wasted_tokens": replay.wasted_tokens,
-        "decisions": [dataclasses.asdict(decision) for decision in replay.decisions],
-    }
-
-
-def setup_json(setup: ScanSetup) -> dict[str, Any]:
-    """The config part of ``--json``."""
-    return {
-        "source": setup.config_path or "defaults",
-        "agent": setup.agent_id,
-        "block": dict(setup.block) if setup.block is not None else None,
-        "resolved": dataclasses.asdict(setup.resolved),
-    }
-
-
-def skipped_json(skipped: Sequence[TranscriptError]) -> list[dict[str, Any]]:
-    """Skipped files as ``--json`` reports them."""
-    return [{"path": exc.path, "line": exc.line, "reason": exc.reason} for exc in skipped]
-
-
-def render_json(result: ScanResult, version: str) -> str:
-    """The machine report: config, totals, one object per run, skipped files."""
-    document = {
-        "loopwatch": version,
-        "config": setup_json(result.setup),
-        "totals": totals(result),
-        "runs": [
-            replay_json(report.path, report.format, replay)
-            for report in result.files
-            for replay in report.replays
-        ],
-        "skipped": skipped_json(result.skipped),
-    }
-    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+        for path in files:
+            try:
+                one: FileReport | TranscriptError = scan_file(
+                    path, setup, format=format, max_bytes=max_bytes, keep_runs=keep_runs
+                )
+            except TranscriptError as exc:
+                one = exc
+            take(path, one)
+    return tuple(reports), tuple(skipped), tuple(ignored)
 
 
 __all__ = [
+    "EXIT_DOUBT",
     "EXIT_FINDINGS",
     "EXIT_OK",
     "EXIT_SKIPPED",
     "EXIT_USAGE",
+    "ArgsPreview",
     "FailOn",
     "FileReport",
     "ScanResult",
@@ -387,12 +456,9 @@ __all__ = [
     "UsageError",
     "describe_setup",
     "describe_thresholds",
+    "excerpt_of",
+    "light_run",
     "load_setup",
-    "render_json",
-    "render_table",
-    "replay_json",
     "scan",
-    "setup_json",
-    "skipped_json",
-    "totals",
+    "scan_file",
 ]

@@ -6,6 +6,7 @@ Output is ANSI-free on purpose: it is pasted into issues, CI logs and READMEs.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from typing import Final, TextIO
 
@@ -13,12 +14,25 @@ from typing import Final, TextIO
 MAX_LABEL_WIDTH: Final = 56
 
 
-def safe_text(text: str) -> str:
-    """``text`` with lone surrogates (which JSON allows) spelled as ``\\udxxx`` escapes.
+_CONTROL: Final = re.compile("[\x00-\x1f\x7f-\x9f]")
+_CONTROL_BUT_LINES: Final = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
-    Transcripts may hold them in tool names; printing them raw raises on every stream.
+
+def _escape_control(match: re.Match[str]) -> str:
+    return f"\\x{ord(match.group()):02x}"
+
+
+def safe_text(text: str, *, keep_lines: bool = False) -> str:
+    """``text`` made safe to print: lone surrogates (which JSON allows) spelled as
+    ``\\udxxx`` escapes, control characters (``ESC`` of terminal escape sequences,
+    ``\\r``, newlines, C1 controls) as ``\\xNN``.
+
+    Transcripts may hold either in tool names, file names or ids: printed raw, surrogates
+    raise on every stream and escape sequences rewrite the user's terminal.
+    ``keep_lines`` keeps newlines and tabs (for multi-line text in the HTML report).
     """
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    pattern = _CONTROL_BUT_LINES if keep_lines else _CONTROL
+    return pattern.sub(_escape_control, text.encode("utf-8", "backslashreplace").decode("utf-8"))
 
 
 def write(stream: TextIO, text: str) -> None:
@@ -38,7 +52,9 @@ def elide(text: str, width: int = MAX_LABEL_WIDTH) -> str:
 
 def run_label(path: str, label: str) -> str:
     """How a run is named in reports: the file name, plus ``#run`` when the file has several."""
-    name = os.path.basename(path) or path
+    name = os.path.basename(os.path.normpath(path)) or path
+    if name == "events":  # an OpenHands session folder: name it by its session
+        name = os.path.join(os.path.basename(os.path.dirname(os.path.normpath(path))), name)
     return safe_text(f"{name}#{label}" if label else name)
 
 

@@ -1,16 +1,25 @@
 """Transcript readers: recorded agent runs → call sequences for replay.
 
-Five formats are read, each by its own module, into one data model (:class:`Transcript`
-→ :class:`Run` → :class:`ReplayCall` / :class:`Compaction`):
+Each format is read by its own module into one data model (:class:`Transcript` →
+:class:`Run` → :class:`ReplayCall` / :class:`Compaction`):
 
 - ``loopwatch``: loopwatch JSONL (:mod:`.loopwatch_jsonl`);
-- ``openai``: OpenAI chat messages (:mod:`.openai_chat`);
-- ``anthropic``: Anthropic messages, and ``claude-code``: Claude Code sessions
+- ``openai``: OpenAI chat messages, and ``tau-bench`` result files (:mod:`.openai_chat`);
+- ``anthropic``: Anthropic messages, ``cline``: Cline / Roo Code conversations,
+  ``claude-code``: Claude Code sessions, ``claude-code-sdk``: Claude Code SDK output
   (:mod:`.anthropic`);
-- ``openclaw``: OpenClaw session transcripts (:mod:`.openclaw`).
+- ``openclaw``: OpenClaw session transcripts (:mod:`.openclaw`), and
+  ``openclaw-trajectory``: its trajectory traces (:mod:`.openclaw_trajectory`);
+- ``codex``: Codex CLI rollouts, and ``openai-responses``: Responses API items
+  (:mod:`.codex`);
+- ``gemini-cli``: Gemini CLI sessions and Gemini API contents (:mod:`.gemini`);
+- ``cursor``: Cursor agent transcripts (:mod:`.cursor`);
+- ``swe-agent`` and ``mini-swe-agent`` trajectories (:mod:`.swe_agent`);
+- ``openhands``: OpenHands event streams (:mod:`.openhands`).
 
 :func:`read_transcript` detects the format (:mod:`.detect`) unless one is forced. A file
-that cannot be read raises :class:`TranscriptError` with its path, line and reason.
+that cannot be read raises :class:`TranscriptError` with its path, line and reason; valid
+JSON of another shape raises :class:`NotATranscript`, naming its top-level keys.
 """
 
 from loopwatch.transcripts.detect import (
@@ -19,11 +28,13 @@ from loopwatch.transcripts.detect import (
     parse_text,
     parse_transcript,
     read_transcript,
+    walk_transcripts,
 )
 from loopwatch.transcripts.model import (
     FORMATS,
     Compaction,
     FormatName,
+    NotATranscript,
     ReplayCall,
     ReplayEvent,
     Run,
@@ -36,6 +47,7 @@ __all__ = [
     "TRANSCRIPT_SUFFIXES",
     "Compaction",
     "FormatName",
+    "NotATranscript",
     "ReplayCall",
     "ReplayEvent",
     "Run",
@@ -45,4 +57,5 @@ __all__ = [
     "parse_text",
     "parse_transcript",
     "read_transcript",
+    "walk_transcripts",
 ]

@@ -51,13 +51,27 @@ def parse_json(text: str, path: str, line: int | None) -> object:
         raise TranscriptError(path, line, f"invalid JSON: {exc}") from exc
 
 
-def json_lines(text: str, path: str) -> Iterator[tuple[int, object]]:
-    """The JSON value of every non-blank line, with its 1-based line number.
+def text_lines(text: str) -> Iterator[tuple[int, str]]:
+    """Every line of ``text`` with its 1-based number, split on ``\\n`` only, lazily.
 
-    Lines are split on ``\\n`` only: ``str.splitlines`` would also split on U+2028 and
-    friends, which JSON allows raw inside strings.
+    ``str.splitlines`` would also split on U+2028 and friends, which JSON allows raw inside
+    strings; ``str.split`` would hold a second copy of a large file as a list of lines.
     """
-    for index, raw in enumerate(text.split("\n"), start=1):
+    start = 0
+    number = 1
+    while True:
+        end = text.find("\n", start)
+        if end < 0:
+            yield number, text[start:]
+            return
+        yield number, text[start:end]
+        start = end + 1
+        number += 1
+
+
+def json_lines(text: str, path: str) -> Iterator[tuple[int, object]]:
+    """The JSON value of every non-blank line, with its 1-based line number."""
+    for index, raw in text_lines(text):
         if raw.strip():
             yield index, parse_json(raw, path, index)
 
@@ -162,6 +176,7 @@ class CallDraft:
     line: int | None
     result: object = UNDEFINED
     error: object = UNDEFINED
+    batch: int | None = None
 
     def freeze(self) -> ReplayCall:
         """The immutable call."""
@@ -174,6 +189,7 @@ class CallDraft:
             run_id=self.run_id,
             tokens=self.tokens,
             line=self.line,
+            batch=self.batch,
         )
 
 
@@ -186,6 +202,14 @@ class RunAssembler:
     def add(self, run_id: str | None, event: CallDraft | Compaction) -> None:
         """Append an event to its run (created on first use)."""
         self._runs.setdefault(run_id, []).append(event)
+
+    def open(self, run_id: str | None) -> None:
+        """Make sure the run exists (so a run without calls is still reported)."""
+        self._runs.setdefault(run_id, [])
+
+    def has(self, run_id: str | None) -> bool:
+        """Whether the run exists."""
+        return run_id in self._runs
 
     def finish(
         self, *, keep_empty: bool = True, none_label: str = NO_RUN_ID_LABEL
@@ -218,16 +242,148 @@ class RunAssembler:
         )
 
 
+def decode_arguments(raw: object) -> object:
+    """Decode JSON-string arguments; keep anything undecodable as the model sent it."""
+    if not isinstance(raw, str):
+        return {} if raw is None else raw
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        return raw
+
+
+#: Texts hosts give a tool call they never ran because a sibling in the same batch failed
+#: or only one tool may run per message. Such a call did nothing, so replay records no
+#: outcome for it (it is still a call the model made, and counted).
+_NOT_RUN_MARKERS: Final = (
+    "Cancelled: parallel tool call",
+    "was not executed because",
+    "Sibling tool call errored",
+)
+
+
+def not_run(text: object) -> bool:
+    """Whether a tool result says the call was cancelled or never executed."""
+    if not isinstance(text, str):
+        text = content_text(text)
+    head = text[:400]
+    return any(marker in head for marker in _NOT_RUN_MARKERS)
+
+
+def _calls(count: int) -> str:
+    return f"{count} call" if count == 1 else f"{count} calls"
+
+
+@dataclass(frozen=True, slots=True)
+class Read:
+    """What a reader found: the runs, results it could not match, and notes."""
+
+    runs: tuple[Run, ...]
+    unmatched: int = 0
+    notes: tuple[str, ...] = ()
+
+
+class CallBook:
+    """The calls of one session: pending outcomes by id, each call once, batches.
+
+    Readers of formats whose hosts re-append history (OpenClaw compaction branches,
+    Claude Code sub-agent copies, resumed Codex rollouts) record a call id once: a second
+    call with an id already seen is a copy, not a new call. Results that answer no call
+    are counted, so the scan can say the file was not fully understood.
+
+    Args:
+        runs: where calls go.
+        dedupe: drop calls whose id was seen before in this session.
+    """
+
+    def __init__(self, runs: RunAssembler, *, dedupe: bool = True) -> None:
+        self.runs = runs
+        self.dedupe = dedupe
+        self.pending: dict[str, CallDraft] = {}
+        self.seen: set[str] = set()
+        self.unmatched = 0
+        self.duplicates = 0
+        self.not_run = 0
+        self.synthesised = 0
+        self._batches = 0
+
+    def batch_for(self, size: int) -> int | None:
+        """A fresh batch number for ``size`` calls issued together (``None`` for one)."""
+        if size < 2:
+            return None
+        self._batches += 1
+        return self._batches
+
+    def call(
+        self,
+        run_id: str | None,
+        tool: str,
+        args: object,
+        call_id: str | None,
+        *,
+        tokens: int | None = None,
+        line: int | None = None,
+        batch: int | None = None,
+    ) -> CallDraft | None:
+        """Record a call; ``None`` when it is a copy of one already recorded."""
+        if call_id and self.dedupe and call_id in self.seen:
+            self.duplicates += 1
+            return None
+        draft = CallDraft(tool, args, call_id, run_id, tokens, line, batch=batch)
+        self.runs.add(run_id, draft)
+        if call_id:
+            self.seen.add(call_id)
+            self.pending[call_id] = draft
+        return draft
+
+    def answer(self, call_id: object) -> CallDraft | None:
+        """The call a result answers, or ``None`` (a copy's result, or an orphan: counted)."""
+        key = call_id if isinstance(call_id, str) else str(call_id)
+        draft = self.pending.pop(key, None)
+        if draft is None and key not in self.seen:
+            self.unmatched += 1
+        return draft
+
+    def settle(self, draft: CallDraft, result: object, error: object, text: object) -> None:
+        """Give ``draft`` its outcome, unless ``text`` says the call never ran."""
+        if not_run(text):
+            self.not_run += 1
+            return
+        draft.result = result
+        draft.error = error
+
+    def finish(self, *, keep_empty: bool = True, none_label: str = NO_RUN_ID_LABEL) -> Read:
+        """The runs (see :meth:`RunAssembler.finish`) with the book's counts and notes."""
+        runs = self.runs.finish(keep_empty=keep_empty, none_label=none_label)
+        return Read(runs, self.unmatched, self.notes())
+
+    def notes(self) -> tuple[str, ...]:
+        """Plain-words notes on what the book dropped or made up."""
+        notes: list[str] = []
+        if self.duplicates:
+            notes.append(f"{_calls(self.duplicates)} copied (ids already seen): counted once")
+        if self.not_run:
+            notes.append(f"{_calls(self.not_run)} cancelled or never run: no outcome replayed")
+        if self.synthesised:
+            notes.append(f"{_calls(self.synthesised)} rebuilt from results without their call")
+        return tuple(notes)
+
+
 __all__ = [
     "NO_RUN_ID_LABEL",
+    "CallBook",
     "CallDraft",
+    "Read",
     "RunAssembler",
     "as_mapping",
     "content_text",
+    "decode_arguments",
     "decode_text",
     "json_lines",
+    "not_run",
     "optional_id",
     "parse_json",
     "split_tokens",
+    "text_lines",
     "usage_tokens",
 ]

@@ -21,25 +21,83 @@ task) arms the post-compaction guard; a manual ``/compact`` is an operator actio
 retry, and does not. Records with ``isSidechain: true`` are a sub-agent's and form their own
 run (``sidechain:<agentId>``). Other record types (``summary``, ``file-history-snapshot``,
 ``queue-operation``, other ``system`` records) carry no calls and are skipped.
+
+**Claude Code SDK output** (``claude -p --output-format stream-json``, one record a line, or
+the single JSON array of the same records that ``anthropics/claude-code-action`` writes to
+its execution file): ``{"type": "system", "subtype": "init", "session_id", ...}``, then
+``{"type": "assistant" | "user", "message": {...}, "parent_tool_use_id", "session_id"}``
+and a closing ``{"type": "result", ...}``. Records with a ``parent_tool_use_id`` are a
+sub-agent's (the Task tool) and form their own run (``subagent:<id>``).
+
+**Cline / Roo Code** (``tasks/<id>/api_conversation_history.json``): Anthropic messages whose
+results are *text* blocks of the next user message, ``[read_file for 'a.py'] Result:``
+followed by the output (``[attempt_completion] Result:`` without a target), never
+``tool_result`` blocks. The calls are ``tool_use`` blocks (native tool calling) or, in older
+versions, XML in the assistant text (``<execute_command><command>ls</command>
+</execute_command>``). A result answers the oldest unanswered call of that tool; a text
+``The tool execution failed with the following error:`` makes it a failure; ``Tool [x] was
+not executed because ...`` means the call never ran (no outcome is replayed).
+
+Calls of one assistant message form a batch (replayed as the host ran them: every call,
+then the outcomes), and a sibling's ``Cancelled: parallel tool call ... errored`` result is
+not replayed as a failure: the call never ran. A call id seen before in the session is a
+copy (Claude Code sub-agent files copy their parent's history) and is counted once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Final
 
 from loopwatch.core._undefined import UNDEFINED
 from loopwatch.transcripts._common import (
+    CallBook,
     CallDraft,
+    Read,
     RunAssembler,
     as_mapping,
     content_text,
-    json_lines,
     optional_id,
     split_tokens,
     usage_tokens,
 )
-from loopwatch.transcripts.model import Compaction, Run, TranscriptError
+from loopwatch.transcripts.model import Compaction, TranscriptError
 from loopwatch.transcripts.openai_chat import SourcedMessage
+
+#: ``[tool_name for 'target'] Result:`` / ``[tool_name] Result:`` opening a Cline result.
+CLINE_RESULT: Final = re.compile(r"\[([A-Za-z0-9_.:-]+)(?: for [^\n]*?)?\] Result:")
+_CLINE_ERROR: Final = "The tool execution failed with the following error:"
+#: Tool names Cline and Roo Code write as XML in older, text-only transcripts.
+CLINE_XML_TOOLS: Final = frozenset(
+    {
+        "execute_command",
+        "read_file",
+        "write_to_file",
+        "replace_in_file",
+        "apply_diff",
+        "insert_content",
+        "search_and_replace",
+        "search_files",
+        "list_files",
+        "list_code_definition_names",
+        "browser_action",
+        "use_mcp_tool",
+        "access_mcp_resource",
+        "ask_followup_question",
+        "attempt_completion",
+        "new_task",
+        "plan_mode_respond",
+        "switch_mode",
+        "codebase_search",
+        "fetch_instructions",
+        "update_todo_list",
+        "web_fetch",
+        "load_mcp_documentation",
+    }
+)
+_XML_CALL: Final = re.compile(r"<([a-z_]+)>(.*?)</\1>", re.DOTALL)
+_XML_PARAM: Final = re.compile(r"<([a-z_]+)>(.*?)</\1>", re.DOTALL)
 
 
 def _blocks(message: Mapping[str, object]) -> list[Mapping[str, object]]:
@@ -49,12 +107,23 @@ def _blocks(message: Mapping[str, object]) -> list[Mapping[str, object]]:
     return [block for block in content if isinstance(block, Mapping)]
 
 
+def _texts(message: Mapping[str, object]) -> list[str]:
+    content = message.get("content")
+    if isinstance(content, str):
+        return [content]
+    return [
+        text
+        for block in _blocks(message)
+        if block.get("type") == "text" and isinstance(text := block.get("text"), str)
+    ]
+
+
 def _tool_uses(
     message: Mapping[str, object], path: str, line: int | None
 ) -> list[tuple[str, object, str | None]]:
     uses: list[tuple[str, object, str | None]] = []
     for block in _blocks(message):
-        if block.get("type") != "tool_use":
+        if block.get("type") not in ("tool_use", "server_tool_use"):
             continue
         name = block.get("name")
         if not isinstance(name, str):
@@ -63,47 +132,110 @@ def _tool_uses(
     return uses
 
 
-class _BlockMatcher:
-    """Pairs ``tool_result`` blocks with the ``tool_use`` calls they answer, by id."""
+def xml_tool_uses(message: Mapping[str, object]) -> list[tuple[str, object, str | None]]:
+    """Calls a text-only Cline transcript writes as XML tags in the assistant text."""
+    uses: list[tuple[str, object, str | None]] = []
+    for text in _texts(message):
+        for match in _XML_CALL.finditer(text):
+            name = match.group(1)
+            if name not in CLINE_XML_TOOLS:
+                continue
+            params = {m.group(1): m.group(2).strip() for m in _XML_PARAM.finditer(match.group(2))}
+            uses.append((name, params, None))
+    return uses
 
-    def __init__(self) -> None:
-        self.pending: dict[str, CallDraft] = {}
+
+class _BlockMatcher:
+    """Pairs results with the calls they answer: ``tool_result`` blocks by id, Cline result
+    texts by tool name."""
+
+    def __init__(self, runs: RunAssembler) -> None:
+        self.book = CallBook(runs)
+        self.by_name: dict[str, list[CallDraft]] = {}
+        self._last_key: str | None = None
+        self._last_drafts: list[CallDraft] = []
 
     def add_calls(
         self,
-        runs: RunAssembler,
         run_id: str | None,
         uses: list[tuple[str, object, str | None]],
         tokens: int | None,
         line: int | None,
+        message_key: str | None = None,
     ) -> None:
+        """Record the calls of one assistant message (or one line of a message that Claude
+        Code split over several lines sharing ``message_key``: still one batch)."""
+        drafts: list[CallDraft] = []
         for (name, args, call_id), share in zip(uses, split_tokens(tokens, len(uses)), strict=True):
-            draft = CallDraft(name, args, call_id, run_id, share, line)
-            runs.add(run_id, draft)
-            if call_id:
-                self.pending[call_id] = draft
+            draft = self.book.call(run_id, name, args, call_id, tokens=share, line=line)
+            if draft is not None:
+                self.by_name.setdefault(name, []).append(draft)
+                drafts.append(draft)
+        if message_key is not None and message_key == self._last_key:
+            drafts = self._last_drafts + drafts
+        self._last_key = message_key
+        self._last_drafts = drafts
+        if len(drafts) > 1:
+            batch = drafts[0].batch or self.book.batch_for(len(drafts))
+            for draft in drafts:
+                draft.batch = batch
+
+    def _forget(self, draft: CallDraft) -> None:
+        queue = self.by_name.get(draft.tool)
+        if queue and draft in queue:
+            queue.remove(draft)
 
     def add_results(self, message: Mapping[str, object]) -> None:
         for block in _blocks(message):
             if block.get("type") != "tool_result":
                 continue
-            draft = self.pending.pop(str(block.get("tool_use_id")), None)
+            draft = self.book.answer(block.get("tool_use_id"))
             if draft is None:
                 continue
+            self._forget(draft)
             content = block.get("content", "")
             if block.get("is_error") is True:
-                draft.error = content_text(content)
-                draft.result = UNDEFINED
+                self.book.settle(draft, UNDEFINED, content_text(content), content)
             else:
-                draft.result = content
+                self.book.settle(draft, content, UNDEFINED, content)
+        self._text_results(message)
+
+    def _text_results(self, message: Mapping[str, object]) -> None:
+        for text in _texts(message):
+            opening = CLINE_RESULT.match(text)
+            if opening is not None:
+                self._settle_named(opening.group(1), text[opening.end() :].lstrip("\n"))
+            elif text.startswith("Tool [") and "was not executed" in text:
+                name = text[len("Tool [") : text.find("]")]
+                self._settle_named(name, text)
+
+    def _settle_named(self, name: str, text: str) -> None:
+        queue = self.by_name.get(name)
+        if not queue:
+            self.book.unmatched += 1
+            return
+        draft = queue.pop(0)
+        if draft.call_id:
+            self.book.pending.pop(draft.call_id, None)
+        if text.startswith(_CLINE_ERROR):
+            self.book.settle(draft, UNDEFINED, text, text)
+        else:
+            self.book.settle(draft, text, UNDEFINED, text)
+
+    def finish(self, none_label: str = "(no run id)") -> Read:
+        return self.book.finish(none_label=none_label)
 
 
-def read_anthropic_messages(messages: Sequence[SourcedMessage], path: str) -> tuple[Run, ...]:
-    """Turn Anthropic messages into one run of calls.
+def read_anthropic_messages(
+    messages: Sequence[SourcedMessage], path: str, *, xml_tools: bool = False
+) -> Read:
+    """Turn Anthropic (or Cline) messages into one run of calls.
 
     Args:
         messages: the messages in order, each with its source line.
         path: for error messages.
+        xml_tools: also read Cline's XML tool calls from assistant text (only for Cline
+            conversations: other transcripts may quote such tags without calling a tool).
 
     Returns:
         The run.
@@ -112,42 +244,47 @@ def read_anthropic_messages(messages: Sequence[SourcedMessage], path: str) -> tu
         TranscriptError: a message that is not an object or a malformed ``tool_use`` block.
     """
     runs = RunAssembler()
-    matcher = _BlockMatcher()
+    matcher = _BlockMatcher(runs)
     for number, (line, value) in enumerate(messages, start=1):
         message = as_mapping(value, path, line, f"message {number}")
         role = message.get("role")
         if role == "assistant":
             uses = _tool_uses(message, path, line)
-            matcher.add_calls(runs, None, uses, usage_tokens(message.get("usage")), line)
+            if not uses and xml_tools:
+                uses = xml_tool_uses(message)
+            matcher.add_calls(None, uses, usage_tokens(message.get("usage")), line)
         elif role == "user":
             matcher.add_results(message)
-    return runs.finish()
+    return matcher.finish()
 
 
 def _claude_code_run(record: Mapping[str, object]) -> str | None:
+    parent = record.get("parent_tool_use_id")
+    if isinstance(parent, str) and parent:
+        return f"subagent:{parent}"
     if record.get("isSidechain") is not True:
         return None
     agent = record.get("agentId")
     return f"sidechain:{agent}" if isinstance(agent, str) and agent else "sidechain"
 
 
-def read_claude_code(text: str, path: str) -> tuple[Run, ...]:
-    """Parse a Claude Code session JSONL file.
+def read_claude_code_records(records: Iterable[tuple[int | None, object]], path: str) -> Read:
+    """Parse Claude Code session records (JSONL lines, or the SDK's JSON array).
 
     Args:
-        text: the decoded file.
+        records: each record with its line.
         path: for error messages.
 
     Returns:
-        The main run, and one run per sub-agent (``isSidechain``) when present.
+        The main run, and one run per sub-agent when present.
 
     Raises:
-        TranscriptError: a line that is not a JSON object, or a malformed ``tool_use``.
+        TranscriptError: a record that is not a JSON object, or a malformed ``tool_use``.
     """
     runs = RunAssembler()
-    matcher = _BlockMatcher()
+    matcher = _BlockMatcher(runs)
     usage_spent: set[str] = set()
-    for line, value in json_lines(text, path):
+    for line, value in records:
         record = as_mapping(value, path, line, "a session record")
         kind = record.get("type")
         run_id = _claude_code_run(record)
@@ -172,8 +309,23 @@ def read_claude_code(text: str, path: str) -> tuple[Run, ...]:
             if message_id in usage_spent:
                 tokens = 0 if tokens is not None else None
             usage_spent.add(message_id)
-        matcher.add_calls(runs, run_id, uses, tokens, line)
-    return runs.finish(none_label="main")
+        matcher.add_calls(
+            run_id, uses, tokens, line, message_id if isinstance(message_id, str) else None
+        )
+    return matcher.finish(none_label="main")
 
 
-__all__ = ["read_anthropic_messages", "read_claude_code"]
+def read_claude_code(text: str, path: str) -> Read:
+    """Parse a Claude Code session JSONL file (or SDK stream-json output)."""
+    from loopwatch.transcripts._common import json_lines
+
+    return read_claude_code_records(json_lines(text, path), path)
+
+
+__all__ = [
+    "CLINE_RESULT",
+    "read_anthropic_messages",
+    "read_claude_code",
+    "read_claude_code_records",
+    "xml_tool_uses",
+]

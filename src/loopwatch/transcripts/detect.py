@@ -3,34 +3,93 @@
 Detection looks at structure, never at file names (a ``.json`` may hold JSONL and the
 other way round):
 
-1. The whole text parses as one JSON array, or an object with a ``messages`` array: chat
-   messages. They are OpenAI's when some message has ``tool_calls`` / ``function_call`` or
-   the role ``tool`` / ``function``, Anthropic's when some content block is a ``tool_use`` or
-   ``tool_result``.
-2. Otherwise JSONL, decided by the first non-blank line: ``tool`` or ``event`` keys →
-   loopwatch JSONL; an OpenClaw entry type (``session``, ``message`` wrapping a
-   ``message`` object, ``compaction``, ...) → OpenClaw; a Claude Code record (``sessionId``,
-   ``parentUuid``, or types such as ``user`` / ``assistant`` / ``summary``) → Claude Code;
-   a bare ``role`` → chat messages, one a line (told apart as in 1.).
+1. The whole text parses as one JSON document. An object is a SWE-agent trajectory
+   (``trajectory`` steps), a mini-swe-agent one (``trajectory_format``), a Gemini CLI
+   session (``messages[].toolCalls``), an OpenHands ``history`` or single event, a Responses
+   API response or request (``output`` / ``input`` items), Gemini ``contents``, or chat
+   ``messages``. A list is tau-bench results (tasks with ``traj``), an OpenHands event
+   stream, Claude Code SDK records (``type`` + ``message``), Responses items, Gemini
+   contents, or chat messages. Chat messages are OpenAI's (``tool_calls``, role ``tool``),
+   Cline's (user text blocks ``[tool for '...'] Result:``) or Anthropic's (``tool_use``
+   blocks).
+2. Otherwise JSONL, decided by the first non-blank line: ``tool`` / ``event`` → loopwatch
+   JSONL; ``traceSchema: openclaw-trajectory`` → OpenClaw trajectory; a Codex envelope
+   (``session_meta``, ``response_item``, ...) or legacy header → Codex; ``traj`` →
+   tau-bench; ``instance_id`` + ``history`` → OpenHands evaluation output; an OpenClaw entry
+   type → OpenClaw; ``session_id`` records → Claude Code SDK; a Claude Code record
+   (``sessionId``, ``parentUuid``, ``user`` / ``assistant`` / ``summary`` types) → Claude
+   Code; a Responses item → Responses; ``role`` + ``message`` → Cursor; a bare ``role`` →
+   chat messages, one a line.
+
+Valid JSON of any other shape is :class:`NotATranscript`, naming its top-level keys.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
-from loopwatch.transcripts._common import decode_text, json_lines, parse_json
-from loopwatch.transcripts.anthropic import read_anthropic_messages, read_claude_code
+from loopwatch.transcripts._common import Read, decode_text, json_lines, parse_json
+from loopwatch.transcripts.anthropic import (
+    CLINE_RESULT,
+    read_anthropic_messages,
+    read_claude_code_records,
+)
+from loopwatch.transcripts.codex import (
+    CALL_TYPES,
+    OUTPUT_TYPES,
+    RESPONSES_TYPES,
+    ROLLOUT_TYPES,
+    is_legacy_rollout_header,
+    read_codex,
+    read_responses_items,
+)
+from loopwatch.transcripts.cursor import is_cursor_line, read_cursor
+from loopwatch.transcripts.gemini import (
+    is_gemini_contents,
+    is_gemini_session,
+    read_gemini_contents,
+    read_gemini_session,
+)
 from loopwatch.transcripts.loopwatch_jsonl import read_loopwatch
-from loopwatch.transcripts.model import FORMATS, FormatName, Run, Transcript, TranscriptError
-from loopwatch.transcripts.openai_chat import SourcedMessage, read_openai_messages
+from loopwatch.transcripts.model import (
+    FORMATS,
+    FormatName,
+    NotATranscript,
+    Run,
+    Transcript,
+    TranscriptError,
+)
+from loopwatch.transcripts.openai_chat import SourcedMessage, read_openai_messages, read_taubench
 from loopwatch.transcripts.openclaw import read_openclaw
-
-#: File name suffixes picked up when a folder is scanned (files named explicitly are always
-#: read, whatever their name).
-TRANSCRIPT_SUFFIXES: Final = frozenset({".jsonl", ".json", ".ndjson"})
+from loopwatch.transcripts.openclaw_trajectory import (
+    is_trajectory_event,
+    read_openclaw_trajectory,
+)
+from loopwatch.transcripts.openhands import (
+    is_event,
+    is_event_list,
+    read_openhands_events,
+    read_openhands_instances,
+)
+from loopwatch.transcripts.paths import (
+    DEFAULT_MAX_FILE_BYTES,
+    TRANSCRIPT_SUFFIXES,
+    Found,
+    event_files,
+    find_transcripts,
+    is_event_folder,
+    read_bytes,
+    side_file_reason,
+    walk_transcripts,
+)
+from loopwatch.transcripts.swe_agent import (
+    is_mini_swe_agent,
+    is_swe_agent,
+    read_mini_swe_agent,
+    read_swe_agent,
+)
 
 _OPENCLAW_TYPES: Final = frozenset(
     {
@@ -44,16 +103,31 @@ _OPENCLAW_TYPES: Final = frozenset(
     }
 )
 _CLAUDE_CODE_TYPES: Final = frozenset(
-    {"user", "assistant", "system", "summary", "file-history-snapshot", "queue-operation"}
+    {"user", "assistant", "system", "summary", "file-history-snapshot", "queue-operation", "result"}
 )
 _OPENAI_ROLES: Final = frozenset({"tool", "function"})
+_MAX_KEYS_NAMED: Final = 8
 
 
 def _text_of(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _is_cline(message: Mapping[str, object]) -> bool:
+    if message.get("role") != "user":
+        return False
+    content = message.get("content")
+    blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
+    return any(
+        isinstance(block, Mapping)
+        and isinstance(block.get("text"), str)
+        and CLINE_RESULT.match(str(block["text"])) is not None
+        for block in blocks
+    )
+
+
 def _chat_flavour(messages: Sequence[SourcedMessage]) -> FormatName:
+    anthropic = False
     for _line, message in messages:
         if not isinstance(message, Mapping):
             continue
@@ -61,23 +135,125 @@ def _chat_flavour(messages: Sequence[SourcedMessage]) -> FormatName:
             return "openai"
         if _text_of(message.get("role")) in _OPENAI_ROLES:
             return "openai"
+        if _is_cline(message):
+            return "cline"
         content = message.get("content")
         if isinstance(content, list) and any(
             isinstance(block, Mapping) and block.get("type") in ("tool_use", "tool_result")
             for block in content
         ):
-            return "anthropic"
-    return "openai"
+            anthropic = True
+    return "anthropic" if anthropic else "openai"
 
 
-def _document_messages(document: object) -> list[SourcedMessage] | None:
-    """The messages of a whole-file JSON document, or ``None`` when it is not one."""
+def _read_chat(
+    messages: Sequence[SourcedMessage], path: str, forced: FormatName | None
+) -> tuple[FormatName, Read]:
+    flavour = forced or _chat_flavour(messages)
+    if flavour in ("anthropic", "cline"):
+        return flavour, read_anthropic_messages(messages, path, xml_tools=flavour == "cline")
+    return flavour, read_openai_messages(messages, path)
+
+
+def _keys(document: object) -> str:
+    if isinstance(document, Mapping):
+        keys = [str(key) for key in list(document)[:_MAX_KEYS_NAMED]]
+        more = ", ..." if len(document) > _MAX_KEYS_NAMED else ""
+        return "a JSON object with keys " + (", ".join(keys) or "(none)") + more
     if isinstance(document, list):
-        return [(None, message) for message in document]
-    if isinstance(document, Mapping) and isinstance(document.get("messages"), list):
-        messages: list[object] = document["messages"]
-        return [(None, message) for message in messages]
+        return f"a JSON list of {len(document)} items"
+    return f"a JSON {type(document).__name__}"
+
+
+def _not_a_transcript(path: str, document: object) -> NotATranscript:
+    return NotATranscript(
+        path,
+        None,
+        f"not a transcript format loopwatch reads: {_keys(document)} (force one with --format)",
+    )
+
+
+def _sourced(values: Sequence[object]) -> list[SourcedMessage]:
+    return [(None, value) for value in values]
+
+
+def _list_reader(items: list[object]) -> tuple[FormatName, Callable[[str], Read]] | None:
+    dicts = [item for item in items if isinstance(item, Mapping)]
+    if dicts and all("traj" in item for item in dicts):
+        return "tau-bench", lambda path: read_taubench(_sourced(items), path)
+    if is_event_list(items):
+        return "openhands", lambda path: read_openhands_events(items, path)
+    if (
+        dicts
+        and all(isinstance(item.get("type"), str) and "role" not in item for item in dicts)
+        and any(
+            item.get("type") in ("assistant", "user") and isinstance(item.get("message"), Mapping)
+            for item in dicts
+        )
+    ):
+        return "claude-code-sdk", lambda path: read_claude_code_records(_sourced(items), path)
+    if any(_text_of(item.get("type")) in (CALL_TYPES | OUTPUT_TYPES) for item in dicts):
+        return "openai-responses", lambda path: read_responses_items(_sourced(items), path)
+    if is_gemini_contents(items):
+        return "gemini-cli", lambda path: read_gemini_contents(items, path)
     return None
+
+
+def _responses_in(items: object) -> tuple[FormatName, Callable[[str], Read]] | None:
+    if isinstance(items, list) and any(
+        isinstance(i, Mapping) and _text_of(i.get("type")) in RESPONSES_TYPES for i in items
+    ):
+        return "openai-responses", lambda path: read_responses_items(_sourced(items), path)
+    return None
+
+
+def _object_reader(
+    document: Mapping[str, object],
+) -> tuple[FormatName, Callable[[str], Read]] | None:
+    if is_swe_agent(document):
+        return "swe-agent", lambda path: read_swe_agent(document, path)
+    if is_mini_swe_agent(document):
+        return "mini-swe-agent", lambda path: read_mini_swe_agent(document, path)
+    if is_gemini_session(document):
+        messages: list[object] = list(document["messages"])  # type: ignore[call-overload]
+        return "gemini-cli", lambda path: read_gemini_session(messages, path)
+    history = document.get("history")
+    if isinstance(history, list) and is_event_list(history):
+        return "openhands", lambda path: read_openhands_events(history, path)
+    if is_event(document):
+        return "openhands", lambda path: read_openhands_events([document], path)
+    for key in ("output", "input"):
+        found = _responses_in(document.get(key))
+        if found is not None:
+            return found
+    contents = document.get("contents")
+    if isinstance(contents, list) and is_gemini_contents(contents):
+        return "gemini-cli", lambda path: read_gemini_contents(contents, path)
+    return None
+
+
+def _document_read(
+    document: object, path: str, forced: FormatName | None
+) -> tuple[FormatName, Read] | None:
+    """Read a whole-file JSON document, or ``None`` when it is no document format."""
+    if isinstance(document, list):
+        found = None if forced in _CHAT_FORMATS else _list_reader(document)
+        if found is not None and (forced is None or forced == found[0]):
+            return found[0], found[1](path)
+        if forced is None or forced in _CHAT_FORMATS:
+            return _read_chat(_sourced(document), path, forced)
+        return None
+    if isinstance(document, Mapping):
+        found = _object_reader(document)
+        if found is not None and (forced is None or forced == found[0]):
+            return found[0], found[1](path)
+        messages = document.get("messages")
+        if isinstance(messages, list) and (forced is None or forced in _CHAT_FORMATS):
+            return _read_chat(_sourced(messages), path, forced)
+    return None
+
+
+_CHAT_FORMATS: Final = frozenset({"openai", "anthropic", "cline"})
 
 
 def _line_format(first: object, path: str, line: int) -> FormatName | None:
@@ -88,35 +264,83 @@ def _line_format(first: object, path: str, line: int) -> FormatName | None:
     kind = _text_of(first.get("type"))
     if "tool" in first or "event" in first:
         return "loopwatch"
+    if is_trajectory_event(first):
+        return "openclaw-trajectory"
+    if kind in ROLLOUT_TYPES or is_legacy_rollout_header(first):
+        return "codex"
+    if "traj" in first:
+        return "tau-bench"
+    if "history" in first and "instance_id" in first:
+        return "openhands"
     if kind in _OPENCLAW_TYPES or (kind == "message" and isinstance(first.get("message"), Mapping)):
         return "openclaw"
+    if kind is not None and "session_id" in first and "sessionId" not in first:
+        return "claude-code-sdk"
     if kind in _CLAUDE_CODE_TYPES or "sessionId" in first or "parentUuid" in first:
         return "claude-code"
+    if kind in RESPONSES_TYPES:
+        return "openai-responses"
+    if is_cursor_line(first):
+        return "cursor"
     if "role" in first:
         return None
-    raise TranscriptError(path, line, "unrecognised transcript format (force one with --format)")
+    raise NotATranscript(
+        path, line, f"not a transcript format loopwatch reads: {_keys(first)} on the first line"
+    )
+
+
+#: Lines looked at to detect a JSONL format when the first ones announce nothing (a
+#: Claude Code session may open with title or snapshot records of types added later).
+_DETECTION_LINES: Final = 50
 
 
 def _first_value(text: str, path: str) -> tuple[int, object] | None:
-    for raw_line, raw in enumerate(text.split("\n"), start=1):
-        if raw.strip():
-            return raw_line, parse_json(raw, path, raw_line)
+    for line, value in json_lines(text, path):
+        return line, value
     return None
 
 
-_LINE_READERS: Final[dict[FormatName, Callable[[str, str], tuple[Run, ...]]]] = {
-    "loopwatch": read_loopwatch,
-    "claude-code": read_claude_code,
-    "openclaw": read_openclaw,
-}
+def _detect_lines(text: str, path: str, first: tuple[int, object]) -> FormatName | None:
+    """The format of a JSONL file: that of its first line, or of the first of the next
+    lines that announces one (so one unknown record type does not hide a transcript)."""
+    try:
+        return _line_format(first[1], path, first[0])
+    except NotATranscript as unknown:
+        for index, (line, value) in enumerate(json_lines(text, path)):
+            if index >= _DETECTION_LINES:
+                break
+            if line == first[0] or not isinstance(value, Mapping):
+                continue
+            try:
+                return _line_format(value, path, line)
+            except NotATranscript:
+                continue
+        raise unknown from None
 
 
-def _read_chat(
-    messages: Sequence[SourcedMessage], path: str, forced: FormatName | None
-) -> Transcript:
-    flavour = forced or _chat_flavour(messages)
-    reader = read_anthropic_messages if flavour == "anthropic" else read_openai_messages
-    return Transcript(path=path, format=flavour, runs=reader(messages, path))
+def _line_read(fmt: FormatName, text: str, path: str) -> Read | None:
+    lines = json_lines(text, path)
+    readers: dict[str, Callable[[], Read]] = {
+        "loopwatch": lambda: Read(read_loopwatch(text, path)),
+        "openclaw": lambda: read_openclaw(text, path),
+        "openclaw-trajectory": lambda: read_openclaw_trajectory(lines, path),
+        "codex": lambda: read_codex(lines, path),
+        "claude-code": lambda: read_claude_code_records(lines, path),
+        "claude-code-sdk": lambda: read_claude_code_records(lines, path),
+        "cursor": lambda: read_cursor(lines, path),
+        "tau-bench": lambda: read_taubench(list(lines), path),
+        "openhands": lambda: _openhands_lines(text, path),
+        "openai-responses": lambda: read_responses_items(lines, path),
+    }
+    reader = readers.get(fmt)
+    return reader() if reader is not None else None
+
+
+def _openhands_lines(text: str, path: str) -> Read:
+    values = list(json_lines(text, path))
+    if values and isinstance(values[0][1], Mapping) and "history" in values[0][1]:
+        return read_openhands_instances(values, path)
+    return read_openhands_events([value for _line, value in values], path)
 
 
 def _whole_document(text: str, path: str) -> tuple[object, TranscriptError | None]:
@@ -127,6 +351,12 @@ def _whole_document(text: str, path: str) -> tuple[object, TranscriptError | Non
         return parse_json(text, path, 1), None
     except TranscriptError as exc:
         return None, exc
+
+
+def _transcript(path: str, fmt: FormatName, read: Read) -> Transcript:
+    return Transcript(
+        path=path, format=fmt, runs=read.runs, unmatched_results=read.unmatched, notes=read.notes
+    )
 
 
 def parse_text(text: str, *, path: str = "<text>", format: FormatName | None = None) -> Transcript:
@@ -141,17 +371,19 @@ def parse_text(text: str, *, path: str = "<text>", format: FormatName | None = N
         The transcript.
 
     Raises:
+        NotATranscript: valid JSON of a shape no reader knows (its keys are named).
         TranscriptError: it cannot be parsed (the line and the reason are named).
         ValueError: ``format`` is not a known format name.
     """
     if format is not None and format not in FORMATS:
         raise ValueError(f"unknown transcript format {format!r}")
-    if format in _LINE_READERS:
-        return Transcript(path=path, format=format, runs=_LINE_READERS[format](text, path))
     document, document_error = _whole_document(text, path)
-    messages = _document_messages(document)
-    if messages is not None:
-        return _read_chat(messages, path, format)
+    if document is not None and _reads_as_document(document, text):
+        found = _document_read(document, path, format)
+        if found is not None:
+            return _transcript(path, found[0], found[1])
+        if format is None:
+            raise _not_a_transcript(path, document)
     try:
         first = _first_value(text, path)
     except TranscriptError:
@@ -161,10 +393,27 @@ def parse_text(text: str, *, path: str = "<text>", format: FormatName | None = N
         raise document_error from None
     if first is None:
         return Transcript(path=path, format=format or "loopwatch", runs=(Run(None, ""),))
-    detected = format or _line_format(first[1], path, first[0])
-    if detected in _LINE_READERS:
-        return Transcript(path=path, format=detected, runs=_LINE_READERS[detected](text, path))
-    return _read_chat(list(json_lines(text, path)), path, detected)
+    detected = format or _detect_lines(text, path, first)
+    if detected is not None:
+        read = _line_read(detected, text, path)
+        if read is not None:
+            return _transcript(path, detected, read)
+    fmt, read = _read_chat(list(json_lines(text, path)), path, detected)
+    return _transcript(path, fmt, read)
+
+
+def _reads_as_document(document: object, text: str) -> bool:
+    """Whether a whole-file JSON value is read as a document rather than one JSONL line.
+
+    A list, or a value over several lines, is a document. A one-line object is a
+    document only when a document reader knows its shape (else it is a one-line JSONL
+    file, e.g. a single loopwatch call).
+    """
+    if isinstance(document, list) or "\n" in text.strip():
+        return True
+    return isinstance(document, Mapping) and (
+        _object_reader(document) is not None or isinstance(document.get("messages"), list)
+    )
 
 
 def parse_transcript(
@@ -191,77 +440,63 @@ def parse_transcript(
 
 
 def read_transcript(
-    path: str | os.PathLike[str], *, format: FormatName | None = None
+    path: str | os.PathLike[str],
+    *,
+    format: FormatName | None = None,
+    max_bytes: int = DEFAULT_MAX_FILE_BYTES,
 ) -> Transcript:
     """Read and parse one transcript file.
 
     Args:
-        path: the file.
+        path: the file (a regular file: FIFOs and devices are refused).
         format: one of :data:`FORMATS` to skip detection.
+        max_bytes: the largest file read.
 
     Returns:
         The transcript.
 
     Raises:
-        TranscriptError: it cannot be read, decoded or parsed.
+        TranscriptError: it cannot be read, decoded or parsed, or is too big.
         ValueError: ``format`` is not a known format name.
     """
     name = os.fspath(path)
-    try:
-        data = Path(name).read_bytes()
-    except OSError as exc:
-        raise TranscriptError(name, None, f"cannot read: {exc.strerror or exc}") from exc
-    return parse_transcript(data, path=name, format=format)
+    if (format is None or format == "openhands") and os.path.isdir(name) and is_event_folder(name):
+        return read_event_folder(name, max_bytes=max_bytes)
+    data = read_bytes(name, max_bytes=max_bytes)
+    text = decode_text(data, name)
+    del data  # the text is all the readers need; do not hold both
+    return parse_text(text, path=name, format=format)
 
 
-def _walk(folder: Path) -> Iterator[Path]:
-    for entry in sorted(folder.iterdir(), key=lambda p: p.name):
-        if entry.name.startswith("."):
-            continue
-        if entry.is_dir():
-            yield from _walk(entry)
-        elif entry.suffix.lower() in TRANSCRIPT_SUFFIXES:
-            yield entry
+def read_event_folder(folder: str, *, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Transcript:
+    """Read an OpenHands ``events/`` folder as one transcript (events in number order).
 
-
-def find_transcripts(
-    paths: Iterable[str | os.PathLike[str]],
-) -> tuple[tuple[str, ...], tuple[TranscriptError, ...]]:
-    """Expand files and folders (recursively) into the transcript files to scan.
-
-    Folders contribute their ``.jsonl`` / ``.json`` / ``.ndjson`` files in name order (hidden
-    entries skipped); files named explicitly are always included.
-
-    Args:
-        paths: files and folders.
-
-    Returns:
-        ``(files, problems)``: a missing path, or a folder without transcripts, is a problem
-        (so a mistyped path in CI never passes as "nothing found").
+    Raises:
+        TranscriptError: an event file that cannot be read, or the folder holds too much.
     """
-    files: list[str] = []
-    problems: list[TranscriptError] = []
-    for raw in paths:
-        path = Path(raw)
-        try:
-            if path.is_dir():
-                found = [os.fspath(p) for p in _walk(path)]
-                if not found:
-                    problems.append(TranscriptError(path, None, "no transcript files found"))
-                files.extend(found)
-            elif path.exists():
-                files.append(os.fspath(path))
-            else:
-                problems.append(TranscriptError(path, None, "no such file or directory"))
-        except OSError as exc:
-            problems.append(TranscriptError(path, None, f"cannot read: {exc.strerror or exc}"))
-    return tuple(files), tuple(problems)
+    files = event_files(folder)
+    if files is None:
+        raise TranscriptError(folder, None, "not a regular file (a directory)")
+    events: list[object] = []
+    budget = max_bytes
+    for _number, path in files:
+        data = read_bytes(path, max_bytes=budget)
+        budget -= len(data)
+        events.append(parse_json(decode_text(data, path), path, 1))
+    return _transcript(folder, "openhands", read_openhands_events(events, folder))
 
 
 __all__ = [
+    "DEFAULT_MAX_FILE_BYTES",
     "TRANSCRIPT_SUFFIXES",
+    "Found",
     "find_transcripts",
+    "is_event_folder",
     "parse_text",
     "parse_transcript",
+    "read_bytes",
+    "read_event_folder",
     "read_transcript",
+    "side_file_reason",
+    "walk_transcripts",
 ]

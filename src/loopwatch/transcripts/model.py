@@ -18,13 +18,41 @@ from typing import Final, Literal
 from loopwatch.core._undefined import UNDEFINED
 
 #: The names ``--format`` accepts, in the order auto-detection documents them.
-FormatName = Literal["loopwatch", "openai", "anthropic", "claude-code", "openclaw"]
+FormatName = Literal[
+    "loopwatch",
+    "openai",
+    "anthropic",
+    "claude-code",
+    "claude-code-sdk",
+    "openclaw",
+    "openclaw-trajectory",
+    "codex",
+    "openai-responses",
+    "gemini-cli",
+    "cursor",
+    "cline",
+    "swe-agent",
+    "mini-swe-agent",
+    "openhands",
+    "tau-bench",
+]
 FORMATS: Final[tuple[FormatName, ...]] = (
     "loopwatch",
     "openai",
     "anthropic",
     "claude-code",
+    "claude-code-sdk",
     "openclaw",
+    "openclaw-trajectory",
+    "codex",
+    "openai-responses",
+    "gemini-cli",
+    "cursor",
+    "cline",
+    "swe-agent",
+    "mini-swe-agent",
+    "openhands",
+    "tau-bench",
 )
 
 
@@ -45,6 +73,10 @@ class ReplayCall:
         tokens: tokens the transcript attributes to this call (its share of the issuing
             assistant message's usage), when the transcript records usage.
         line: the 1-based source line (JSONL formats) or message number, for messages.
+        batch: calls that share a batch number were issued together (one assistant message
+            with several tool calls, which hosts run in parallel). Replay calls
+            ``before_call`` for all of them before any outcome, as the host did. ``None``
+            means the call was issued alone.
     """
 
     tool: str
@@ -55,6 +87,7 @@ class ReplayCall:
     run_id: str | None = None
     tokens: int | None = None
     line: int | None = None
+    batch: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,11 +136,17 @@ class Transcript:
         format: the format it was read as.
         runs: its runs, in order of first appearance; never empty (a transcript without
             calls is one empty run, so every scanned file shows up in a report).
+        unmatched_results: tool results that answer no call the reader found (their
+            call was lost, or the reader misread the file): a doubt the scan reports.
+        notes: what else the reader wants the user to know (copies skipped, calls
+            synthesised for orphan results), in plain words.
     """
 
     path: str
     format: FormatName
     runs: tuple[Run, ...] = field(default_factory=tuple)
+    unmatched_results: int = 0
+    notes: tuple[str, ...] = ()
 
     @property
     def call_count(self) -> int:
@@ -142,10 +181,20 @@ class TranscriptError(Exception):
         return (type(self), (self.path, self.line, self.reason))
 
 
+class NotATranscript(TranscriptError):
+    """Valid JSON (or a file name) that is no transcript loopwatch knows: a settings file,
+    a sub-agent's ``*.meta.json``, a copy the host keeps beside the session.
+
+    Named explicitly, such a file is skipped loudly like any unreadable one; met in a
+    folder walk it is only counted, so a project folder with side files still scans clean.
+    """
+
+
 __all__ = [
     "FORMATS",
     "Compaction",
     "FormatName",
+    "NotATranscript",
     "ReplayCall",
     "ReplayEvent",
     "Run",

@@ -11,34 +11,36 @@ legacy ``function_call`` / ``{"role": "function", "name"}`` pair is read too.
 - ``usage`` on an assistant message (``total_tokens``, or prompt + completion) is shared
   among the calls it issued.
 - The whole conversation is one run: the chat format has no run ids.
+- The calls of one assistant message form a batch (replayed every call first, then the
+  outcomes). Call ids are *not* de-duplicated: local models often reuse ``call_0``.
+
+**tau-bench result files** (sierra-research/tau-bench ``historical_trajectories/*.json``,
+what ``run.py`` saves): a JSON list of tasks ``{"task_id", "reward", "info", "traj":
+[messages], "trial"}`` whose ``traj`` is OpenAI chat as above. Each task is one run,
+labelled ``task-<task_id>`` (``-trial<n>`` when trials are recorded).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 
 from loopwatch.transcripts._common import (
+    CallBook,
     CallDraft,
+    Read,
     RunAssembler,
+    decode_arguments,
     optional_id,
     split_tokens,
     usage_tokens,
 )
-from loopwatch.transcripts.model import Run, TranscriptError
+from loopwatch.transcripts.model import TranscriptError
 
 #: One message and where it came from: its 1-based line (JSONL) or ``None`` (a document).
 SourcedMessage = tuple[int | None, object]
 
 
-def _arguments(raw: object) -> object:
-    """Decode a JSON-string ``arguments``; keep anything undecodable as the model sent it."""
-    if not isinstance(raw, str):
-        return {} if raw is None else raw
-    try:
-        return json.loads(raw)
-    except (ValueError, RecursionError):
-        return raw
+_arguments = decode_arguments
 
 
 def _fail(path: str, line: int | None, number: int, reason: str) -> TranscriptError:
@@ -69,7 +71,42 @@ def _tool_calls(
     return calls
 
 
-def read_openai_messages(messages: Sequence[SourcedMessage], path: str) -> tuple[Run, ...]:
+def add_openai_messages(
+    messages: Sequence[SourcedMessage], path: str, book: CallBook, run_id: str | None
+) -> None:
+    """Record the calls of OpenAI chat ``messages`` in ``book``, under ``run_id``.
+
+    Raises:
+        TranscriptError: a message that is not an object, or malformed ``tool_calls``.
+    """
+    legacy_pending: list[CallDraft] = []
+    for number, (line, value) in enumerate(messages, start=1):
+        if not isinstance(value, Mapping):
+            raise _fail(path, line, number, "expected a JSON object")
+        role = value.get("role")
+        if role == "assistant":
+            calls = _tool_calls(value, path, line, number)
+            shares = split_tokens(usage_tokens(value.get("usage")), len(calls))
+            batch = book.batch_for(len(calls))
+            for (name, args, call_id), tokens in zip(calls, shares, strict=True):
+                draft = book.call(
+                    run_id, name, args, call_id, tokens=tokens, line=line, batch=batch
+                )
+                if draft is not None and not call_id:
+                    legacy_pending.append(draft)
+        elif role == "tool":
+            target = book.answer(value.get("tool_call_id"))
+            if target is not None:
+                content = value.get("content")
+                book.settle(target, content, target.error, content)
+        elif role == "function":
+            if legacy_pending:
+                legacy_pending.pop(0).result = value.get("content")
+            else:
+                book.unmatched += 1
+
+
+def read_openai_messages(messages: Sequence[SourcedMessage], path: str) -> Read:
     """Turn OpenAI chat messages into one run of calls.
 
     Args:
@@ -82,30 +119,39 @@ def read_openai_messages(messages: Sequence[SourcedMessage], path: str) -> tuple
     Raises:
         TranscriptError: a message that is not an object, or malformed ``tool_calls``.
     """
-    runs = RunAssembler()
-    by_id: dict[str, CallDraft] = {}
-    legacy_pending: list[CallDraft] = []
-    for number, (line, value) in enumerate(messages, start=1):
+    book = CallBook(RunAssembler(), dedupe=False)
+    add_openai_messages(messages, path, book, None)
+    return book.finish()
+
+
+def _task_label(task: Mapping[str, object], index: int) -> str:
+    task_id = task.get("task_id", index)
+    label = f"task-{task_id}"
+    trial = task.get("trial")
+    if isinstance(trial, int) and not isinstance(trial, bool):
+        label += f"-trial{trial}"
+    return label
+
+
+def read_taubench(tasks: Sequence[tuple[int | None, object]], path: str) -> Read:
+    """Turn tau-bench results (tasks with OpenAI messages under ``traj``) into runs.
+
+    Raises:
+        TranscriptError: a task that is not an object, or malformed messages.
+    """
+    book = CallBook(RunAssembler(), dedupe=False)
+    for index, (line, value) in enumerate(tasks):
         if not isinstance(value, Mapping):
-            raise _fail(path, line, number, "expected a JSON object")
-        role = value.get("role")
-        if role == "assistant":
-            calls = _tool_calls(value, path, line, number)
-            shares = split_tokens(usage_tokens(value.get("usage")), len(calls))
-            for (name, args, call_id), tokens in zip(calls, shares, strict=True):
-                draft = CallDraft(name, args, call_id, None, tokens, line)
-                runs.add(None, draft)
-                if call_id:
-                    by_id[call_id] = draft
-                else:
-                    legacy_pending.append(draft)
-        elif role == "tool":
-            target = by_id.pop(str(value.get("tool_call_id")), None)
-            if target is not None:
-                target.result = value.get("content")
-        elif role == "function" and legacy_pending:
-            legacy_pending.pop(0).result = value.get("content")
-    return runs.finish()
+            raise TranscriptError(path, line, f"task {index + 1}: expected a JSON object")
+        traj = value.get("traj")
+        if not isinstance(traj, list):
+            raise TranscriptError(path, line, f'task {index + 1}: "traj" must be a list')
+        label = _task_label(value, index)
+        if book.runs.has(label):
+            label += f"#{index + 1}"
+        book.runs.open(label)
+        add_openai_messages([(line, message) for message in traj], path, book, label)
+    return book.finish(keep_empty=True)
 
 
-__all__ = ["SourcedMessage", "read_openai_messages"]
+__all__ = ["SourcedMessage", "add_openai_messages", "read_openai_messages", "read_taubench"]

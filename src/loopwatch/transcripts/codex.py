@@ -1,0 +1,203 @@
+"""Codex CLI rollouts and OpenAI Responses API items.
+
+**OpenAI Responses items** (the ``input`` / ``output`` arrays of the Responses API): a list
+of items told apart by ``type``. Calls are ``function_call`` (``name``, ``arguments`` a JSON
+string, ``call_id``), ``custom_tool_call`` (``name``, free-text ``input``),
+``local_shell_call`` (``action``: ``{"type": "exec", "command": [...]}``), ``mcp_call``
+(``name``, ``arguments``, with its ``output`` / ``error`` inline), ``tool_search_call`` and
+``web_search_call`` (hosted tools; no outcome item). Outcomes are ``function_call_output``
+and ``custom_tool_call_output`` (``call_id``, ``output``: a string, or a list of content
+items). An ``output`` object with ``"success": false`` is a failure. A response object
+(``{"object": "response", "output": [...]}``) or a request body (``{"input": [...]}``) is
+read through its item list.
+
+**Codex CLI rollouts** (``~/.codex/sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl``; the
+schema is ``RolloutLine`` / ``RolloutItem`` in openai/codex ``codex-rs/protocol``): one
+``{"timestamp", "type", "payload"}`` a line, ``type`` one of ``session_meta`` (first
+line), ``response_item`` (a Responses item as above: the calls and outputs replayed),
+``event_msg`` (UI events that repeat what the items say: skipped), ``turn_context`` and
+``compacted`` (history compacted: arms the post-compaction guard). Rollouts written before
+the envelope (mid 2025) have a bare ``{"id", "timestamp", "instructions"}`` first line
+followed by bare items and ``{"record_type": "state"}`` lines; both are read.
+
+Consecutive call items (with only reasoning between them) are one batch: the model issued
+them in one response, and Codex runs them in parallel. Call ids seen before in the file are
+copies (a resumed session) and are counted once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Final
+
+from loopwatch.core._undefined import UNDEFINED
+from loopwatch.transcripts._common import (
+    CallBook,
+    CallDraft,
+    Read,
+    RunAssembler,
+    content_text,
+    decode_arguments,
+    optional_id,
+)
+from loopwatch.transcripts.model import Compaction, TranscriptError
+
+#: Item types that are calls, and those that are outcomes.
+CALL_TYPES: Final = frozenset(
+    {
+        "function_call",
+        "custom_tool_call",
+        "local_shell_call",
+        "mcp_call",
+        "tool_search_call",
+        "web_search_call",
+    }
+)
+OUTPUT_TYPES: Final = frozenset(
+    {"function_call_output", "custom_tool_call_output", "local_shell_call_output"}
+)
+#: Every item type of the Responses API a transcript may hold (for detection).
+RESPONSES_TYPES: Final = CALL_TYPES | OUTPUT_TYPES | frozenset({"message", "reasoning"})
+#: Top-level line types of an enveloped Codex rollout.
+ROLLOUT_TYPES: Final = frozenset(
+    {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
+)
+_HOSTED_NAMES: Final = {
+    "local_shell_call": "local_shell",
+    "web_search_call": "web_search",
+    "tool_search_call": "tool_search",
+}
+
+
+def _call_of(
+    item: Mapping[str, object], path: str, line: int | None
+) -> tuple[str, object, str | None]:
+    kind = str(item.get("type"))
+    raw_id = item.get("call_id") if item.get("call_id") is not None else item.get("id")
+    call_id = optional_id(raw_id if isinstance(raw_id, (str, int)) else None, path, line, "call_id")
+    if kind in _HOSTED_NAMES:
+        args = item.get("action", item.get("arguments", {}))
+        return _HOSTED_NAMES[kind], decode_arguments(args), call_id
+    name = item.get("name")
+    if not isinstance(name, str):
+        raise TranscriptError(path, line, f'a {kind} item needs a string "name"')
+    if kind == "custom_tool_call":
+        return name, {"input": item.get("input", "")}, call_id
+    return name, decode_arguments(item.get("arguments")), call_id
+
+
+def _outcome(output: object) -> tuple[object, object]:
+    """``(result, error)`` of an output item's ``output``."""
+    if isinstance(output, Mapping) and output.get("success") is False:
+        content = output.get("content", output.get("output", ""))
+        return UNDEFINED, content if isinstance(content, str) else content_text(content)
+    return output, UNDEFINED
+
+
+class ItemReader:
+    """Feeds Responses items, one at a time, into a :class:`CallBook`."""
+
+    def __init__(self, book: CallBook) -> None:
+        self.book = book
+        self._group: list[CallDraft] = []
+
+    def _close_group(self) -> None:
+        if len(self._group) > 1:
+            batch = self.book.batch_for(len(self._group))
+            for draft in self._group:
+                draft.batch = batch
+        self._group = []
+
+    def item(self, item: Mapping[str, object], path: str, line: int | None) -> None:
+        """Read one item (anything but a call or an outcome is skipped)."""
+        raw_kind = item.get("type")
+        kind = raw_kind if isinstance(raw_kind, str) else None  # JSON lists are unhashable
+        if kind == "reasoning":
+            return  # reasoning precedes the calls it plans; it does not end a batch
+        if kind in CALL_TYPES:
+            name, args, call_id = _call_of(item, path, line)
+            draft = self.book.call(None, name, args, call_id, line=line)
+            if draft is None:
+                return
+            self._group.append(draft)
+            if kind == "mcp_call" and call_id is not None:
+                self.book.pending.pop(call_id, None)
+                error = item.get("error")
+                if isinstance(error, str) and error:
+                    draft.error = error
+                elif "output" in item:
+                    draft.result = item.get("output")
+            elif kind == "web_search_call" and call_id is not None:
+                self.book.pending.pop(call_id, None)  # hosted: no outcome item follows
+            return
+        self._close_group()
+        if kind in OUTPUT_TYPES:
+            draft = self.book.answer(item.get("call_id"))
+            if draft is not None:
+                output = item.get("output")
+                result, error = _outcome(output)
+                self.book.settle(draft, result, error, output)
+
+    def finish(self) -> Read:
+        """The run."""
+        self._close_group()
+        return self.book.finish()
+
+
+def read_responses_items(items: Iterable[tuple[int | None, object]], path: str) -> Read:
+    """Read a list of Responses items as one run.
+
+    Raises:
+        TranscriptError: an item that is not an object, or a call without a name.
+    """
+    reader = ItemReader(CallBook(RunAssembler()))
+    for number, (line, value) in enumerate(items, start=1):
+        if not isinstance(value, Mapping):
+            raise TranscriptError(path, line, f"item {number}: expected a JSON object")
+        reader.item(value, path, line)
+    return reader.finish()
+
+
+def read_codex(records: Iterable[tuple[int, object]], path: str) -> Read:
+    """Read a Codex CLI rollout (enveloped or legacy lines) as one run.
+
+    Raises:
+        TranscriptError: a line that is not an object, or a call without a name.
+    """
+    book = CallBook(RunAssembler())
+    reader = ItemReader(book)
+    for line, value in records:
+        if not isinstance(value, Mapping):
+            raise TranscriptError(path, line, "a rollout line: expected a JSON object")
+        raw_kind = value.get("type")
+        kind = raw_kind if isinstance(raw_kind, str) else None
+        payload = value.get("payload")
+        if kind == "response_item" and isinstance(payload, Mapping):
+            reader.item(payload, path, line)
+        elif kind == "compacted":
+            book.runs.add(None, Compaction(run_id=None, line=line))
+        elif kind in RESPONSES_TYPES:
+            reader.item(value, path, line)  # a legacy rollout: bare items
+    return reader.finish()
+
+
+def is_legacy_rollout_header(first: Mapping[str, object]) -> bool:
+    """Whether a first line is the bare session header of a pre-envelope Codex rollout."""
+    return (
+        "type" not in first
+        and isinstance(first.get("id"), str)
+        and "timestamp" in first
+        and ("instructions" in first or "git" in first)
+    )
+
+
+__all__ = [
+    "CALL_TYPES",
+    "OUTPUT_TYPES",
+    "RESPONSES_TYPES",
+    "ROLLOUT_TYPES",
+    "ItemReader",
+    "is_legacy_rollout_header",
+    "read_codex",
+    "read_responses_items",
+]

@@ -1,0 +1,199 @@
+"""Gemini CLI chat sessions, and Gemini API ``contents`` (saved chats and checkpoints).
+
+**Gemini CLI sessions** (``~/.gemini/tmp/<project-hash>/chats/session-<time>-<id>.json``;
+``ConversationRecord`` in google-gemini/gemini-cli ``packages/core/src/services/
+chatRecordingService.ts``): one JSON document ``{"sessionId", "projectHash", "startTime",
+"lastUpdated", "messages": [...]}``. A message is ``{"id", "timestamp", "type": "user" |
+"gemini" | "info" | "error" | "warning", "content", ...}``; a ``gemini`` message carries the
+calls it made in ``toolCalls``: ``{"id", "name", "args", "status": "success" | "error" |
+"cancelled", "result": [parts], "resultDisplay", ...}`` with the outcome recorded on the
+call itself. The result replayed is the ``response`` of the ``functionResponse`` part (what
+the model was shown); ``status: "error"`` makes the call a failure, with the response's
+``error`` text (else ``resultDisplay``); ``cancelled`` calls never ran and get no outcome.
+
+**Gemini API contents** (``/chat save`` checkpoints, ``checkpoint-<tag>.json``, and request
+bodies ``{"contents": [...]}``): ``{"role": "user" | "model", "parts": [...]}`` where a
+``model`` turn's ``{"functionCall": {"name", "args", "id"}}`` parts are the calls and a
+later ``user`` turn's ``{"functionResponse": {"name", "id", "response"}}`` parts answer
+them (by id, else in order by name).
+
+The calls of one message form a batch (Gemini CLI schedules them together).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from loopwatch.core._undefined import UNDEFINED
+from loopwatch.transcripts._common import (
+    CallBook,
+    CallDraft,
+    Read,
+    RunAssembler,
+    optional_id,
+    split_tokens,
+    usage_tokens,
+)
+from loopwatch.transcripts.model import TranscriptError
+
+
+def _response_of(result: object) -> object:
+    """The ``functionResponse.response`` inside a recorded result (parts), or the result."""
+    parts = result if isinstance(result, list) else [result]
+    responses = [
+        part["functionResponse"].get("response")
+        for part in parts
+        if isinstance(part, Mapping) and isinstance(part.get("functionResponse"), Mapping)
+    ]
+    if len(responses) == 1:
+        return responses[0]
+    return responses if responses else result
+
+
+def _error_text(call: Mapping[str, object], response: object) -> str:
+    if isinstance(response, Mapping) and isinstance(response.get("error"), str):
+        return str(response["error"])
+    display = call.get("resultDisplay")
+    if isinstance(display, str) and display:
+        return display
+    return str(response) if response is not None else "error"
+
+
+def _gemini_tokens(message: Mapping[str, object]) -> int | None:
+    tokens = message.get("tokens")
+    if isinstance(tokens, Mapping):
+        total = tokens.get("total")
+        if isinstance(total, int) and not isinstance(total, bool) and total >= 0:
+            return total
+    return usage_tokens(message.get("usage"))
+
+
+def read_gemini_session(messages: Sequence[object], path: str) -> Read:
+    """Read the ``messages`` of a Gemini CLI session as one run.
+
+    Raises:
+        TranscriptError: a message or tool call that is not an object, or a call without a
+            string ``name``.
+    """
+    book = CallBook(RunAssembler())
+    for number, message in enumerate(messages, start=1):
+        if not isinstance(message, Mapping):
+            raise TranscriptError(path, None, f"message {number}: expected a JSON object")
+        calls = message.get("toolCalls")
+        if not isinstance(calls, list) or not calls:
+            continue
+        batch = book.batch_for(len(calls))
+        shares = split_tokens(_gemini_tokens(message), len(calls))
+        for call, tokens in zip(calls, shares, strict=True):
+            if not isinstance(call, Mapping) or not isinstance(call.get("name"), str):
+                raise TranscriptError(
+                    path, None, f'message {number}: a tool call needs a string "name"'
+                )
+            call_id = optional_id(call.get("id"), path, None, "id")
+            draft = book.call(
+                None, str(call["name"]), call.get("args", {}), call_id, tokens=tokens, batch=batch
+            )
+            if draft is None:
+                continue
+            if call_id:
+                book.pending.pop(call_id, None)  # the outcome is on the call itself
+            status = call.get("status")
+            if "result" not in call and status not in ("error", "cancelled"):
+                continue
+            response = _response_of(call.get("result"))
+            if status == "cancelled":
+                book.not_run += 1
+            elif status == "error":
+                draft.error = _error_text(call, response)
+            else:
+                draft.result = response
+    return book.finish()
+
+
+def _parts(content: Mapping[str, object]) -> list[Mapping[str, object]]:
+    parts = content.get("parts")
+    if not isinstance(parts, list):
+        return []
+    return [part for part in parts if isinstance(part, Mapping)]
+
+
+def read_gemini_contents(contents: Sequence[object], path: str) -> Read:
+    """Read Gemini API ``contents`` (``functionCall`` / ``functionResponse`` parts).
+
+    Raises:
+        TranscriptError: a content that is not an object, or a call without a name.
+    """
+    book = CallBook(RunAssembler())
+    by_name: dict[str, list[CallDraft]] = {}
+    for number, content in enumerate(contents, start=1):
+        if not isinstance(content, Mapping):
+            raise TranscriptError(path, None, f"content {number}: expected a JSON object")
+        calls: list[Mapping[str, object]] = [
+            call for p in _parts(content) if isinstance(call := p.get("functionCall"), Mapping)
+        ]
+        batch = book.batch_for(len(calls))
+        for call in calls:
+            name = call.get("name")
+            if not isinstance(name, str):
+                raise TranscriptError(
+                    path, None, f'content {number}: a functionCall needs a "name"'
+                )
+            call_id = optional_id(call.get("id"), path, None, "id")
+            draft = book.call(None, name, call.get("args", {}), call_id, batch=batch)
+            if draft is not None:
+                by_name.setdefault(name, []).append(draft)
+        for part in _parts(content):
+            answer = part.get("functionResponse")
+            if not isinstance(answer, Mapping):
+                continue
+            name = answer.get("name")
+            draft_for: CallDraft | None = None
+            answer_id = answer.get("id")
+            if isinstance(answer_id, str) and answer_id in book.pending:
+                draft_for = book.answer(answer_id)
+            elif isinstance(name, str) and by_name.get(name):
+                draft_for = by_name[name][0]
+                if draft_for.call_id:
+                    book.pending.pop(draft_for.call_id, None)
+            else:
+                book.unmatched += 1
+            if draft_for is None:
+                continue
+            queue = by_name.get(draft_for.tool, [])
+            if draft_for in queue:
+                queue.remove(draft_for)
+            response = answer.get("response")
+            if isinstance(response, Mapping) and isinstance(response.get("error"), str):
+                draft_for.error = response["error"]
+                draft_for.result = UNDEFINED
+            else:
+                draft_for.result = response
+    return book.finish()
+
+
+def is_gemini_session(document: Mapping[str, object]) -> bool:
+    """Whether a JSON object is a Gemini CLI session record."""
+    messages = document.get("messages")
+    if not isinstance(messages, list):
+        return False
+    if "projectHash" in document:
+        return True
+    return any(
+        isinstance(m, Mapping) and ("toolCalls" in m or m.get("type") == "gemini") for m in messages
+    )
+
+
+def is_gemini_contents(items: Sequence[object]) -> bool:
+    """Whether a list holds Gemini API contents (``role`` + ``parts``)."""
+    return any(
+        isinstance(item, Mapping) and isinstance(item.get("parts"), list) and "role" in item
+        for item in items
+    )
+
+
+__all__ = [
+    "is_gemini_contents",
+    "is_gemini_session",
+    "read_gemini_contents",
+    "read_gemini_session",
+]

@@ -1,0 +1,217 @@
+"""Each reader on its samples (tests/data/transcripts/<format>/): format, calls, outcomes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from loopwatch import UNDEFINED
+from loopwatch.transcripts import ReplayCall, Transcript, read_transcript
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "transcripts"
+
+
+def _read(relative: str) -> Transcript:
+    return read_transcript(DATA / relative)
+
+
+def _calls(transcript: Transcript) -> list[ReplayCall]:
+    return [call for run in transcript.runs for call in run.calls]
+
+
+@pytest.mark.parametrize(
+    ("relative", "fmt", "runs", "calls"),
+    [
+        ("swe-agent/BabyEncryption.traj", "swe-agent", 1, 16),
+        ("mini-swe-agent/astropy__astropy-12907.traj.json", "mini-swe-agent", 1, 20),
+        ("openhands/output.jsonl", "openhands", 1, 23),
+        ("tau-bench/gpt-4o-airline.first3.json", "tau-bench", 3, 15),
+        ("cline/api_conversation_history.json", "cline", 1, 5),
+        ("cline/xml_api_conversation_history.json", "cline", 1, 3),
+        (
+            "codex/rollout-2025-10-29T01-00-00-0199aa00-0000-7000-8000-000000000001.jsonl",
+            "codex",
+            1,
+            5,
+        ),
+        ("codex/rollout-2025-05-07T17-24-21-legacy.jsonl", "codex", 1, 2),
+        ("openai-responses/request.json", "openai-responses", 1, 4),
+        ("gemini-cli/session-2025-09-18T10-00-8a1f3c52.json", "gemini-cli", 1, 4),
+        ("gemini-cli/checkpoint-before-fix.json", "gemini-cli", 1, 2),
+        ("cursor/3f1c9d2e-agent-transcript.jsonl", "cursor", 1, 4),
+        ("claude-code-sdk/stream.jsonl", "claude-code-sdk", 2, 4),
+        ("claude-code-sdk/claude-execution-output.json", "claude-code-sdk", 2, 4),
+        ("openclaw-trajectory/b475ccf4.trajectory.jsonl", "openclaw-trajectory", 1, 3),
+    ],
+)
+def test_sample_format_and_call_count(relative: str, fmt: str, runs: int, calls: int) -> None:
+    transcript = _read(relative)
+    assert transcript.format == fmt
+    assert len(transcript.runs) == runs
+    assert transcript.call_count == calls
+    assert transcript.unmatched_results == 0
+
+
+def test_swe_agent_steps_are_commands_with_observations() -> None:
+    first = _calls(_read("swe-agent/BabyEncryption.traj"))[0]
+    assert first.tool == "open"
+    assert first.args == {"command": "open chall.py"}
+    assert isinstance(first.result, str) and first.result
+    assert first.error is UNDEFINED
+
+
+def test_mini_swe_agent_v1_reads_the_one_bash_block_and_the_next_observation() -> None:
+    first = _calls(_read("mini-swe-agent/astropy__astropy-12907.traj.json"))[0]
+    assert (first.tool, first.args) == ("bash", {"command": "ls -R"})
+    assert isinstance(first.result, str) and first.result.startswith("<returncode>0</returncode>")
+
+
+def test_mini_swe_agent_tool_calling_reads_as_openai_messages() -> None:
+    document = (
+        '{"trajectory_format": "mini-swe-agent-1.1", "info": {"mini_version": "2.2.4"}, '
+        '"messages": [{"role": "system", "content": "s"}, {"role": "assistant", "content": null, '
+        '"tool_calls": [{"id": "c1", "type": "function", "function": {"name": "bash", '
+        '"arguments": "{\\"command\\": \\"ls\\"}"}}]}, '
+        '{"role": "tool", "tool_call_id": "c1", "content": "<returncode>0</returncode>"}, '
+        '{"role": "exit", "content": "diff"}]}'
+    )
+    from loopwatch.transcripts import parse_text
+
+    transcript = parse_text(document)
+    assert transcript.format == "mini-swe-agent"
+    (call,) = transcript.runs[0].calls
+    assert (call.tool, call.args, call.result) == (
+        "bash",
+        {"command": "ls"},
+        "<returncode>0</returncode>",
+    )
+
+
+def test_openhands_counts_tool_call_actions_and_matches_observations_by_cause() -> None:
+    calls = _calls(_read("openhands/output.jsonl"))
+    tools = [call.tool for call in calls]
+    assert tools.count("run") == 13 and tools.count("read") == 6 and tools.count("edit") == 2
+    assert tools[-1] == "finish"
+    assert all(call.result is not UNDEFINED for call in calls if call.tool == "run")
+
+
+def test_tau_bench_tasks_are_runs() -> None:
+    transcript = _read("tau-bench/gpt-4o-airline.first3.json")
+    assert [run.label for run in transcript.runs] == [
+        "task-0-trial0",
+        "task-1-trial0",
+        "task-2-trial0",
+    ]
+    assert [len(run.calls) for run in transcript.runs] == [8, 0, 7]
+
+
+def test_cline_text_results_are_matched_by_tool_name() -> None:
+    read_makefile, read_main, make, which, done = _calls(
+        _read("cline/api_conversation_history.json")
+    )
+    assert read_makefile.result == "all:\n\tgcc main.c\n"
+    assert read_main.result is UNDEFINED and read_main.error is UNDEFINED  # never executed
+    assert isinstance(make.error, str) and "gcc: No such file" in make.error
+    assert which.result == "Command executed.\nOutput:\n/usr/bin/cc"
+    assert done.tool == "attempt_completion"
+    assert read_makefile.batch is not None and read_makefile.batch == read_main.batch
+
+
+def test_cline_xml_tools_are_read_from_the_assistant_text() -> None:
+    listing, read, done = _calls(_read("cline/xml_api_conversation_history.json"))
+    assert (listing.tool, listing.args) == ("list_files", {"path": ".", "recursive": "false"})
+    assert read.args == {"path": "main.c"}
+    assert read.result == "int main(void) { return 0; }"
+    assert done.tool == "attempt_completion"
+
+
+def test_xml_tags_in_plain_anthropic_text_are_not_calls() -> None:
+    from loopwatch.transcripts import parse_text
+
+    messages = [
+        {"role": "user", "content": "how do I call it?"},
+        {"role": "assistant", "content": "Write <read_file><path>a</path></read_file>."},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "x", "content": ""}]},
+    ]
+    transcript = parse_text(__import__("json").dumps(messages))
+    assert transcript.format == "anthropic"
+    assert transcript.call_count == 0
+
+
+def test_codex_rollout_items_outcomes_batches_and_compaction() -> None:
+    transcript = _read(
+        "codex/rollout-2025-10-29T01-00-00-0199aa00-0000-7000-8000-000000000001.jsonl"
+    )
+    ls, cat, pytest_call, patch, rerun = _calls(transcript)
+    assert ls.tool == "shell" and ls.args == {
+        "command": ["bash", "-lc", "ls"],
+        "workdir": "/work/app",
+    }
+    assert ls.batch is not None and ls.batch == cat.batch  # issued together
+    assert pytest_call.tool == "local_shell" and pytest_call.error == "1 failed"
+    assert patch.tool == "apply_patch" and "Success" in str(patch.result)
+    assert rerun.call_id == "call_D1"  # the copy of call_A1 after compaction is not counted
+    assert transcript.notes == ("1 call copied (ids already seen): counted once",)
+    kinds = [type(event).__name__ for event in transcript.runs[0].events]
+    assert kinds == ["ReplayCall"] * 4 + ["Compaction", "ReplayCall"]
+
+
+def test_responses_items_inline_mcp_outcome_and_hosted_search() -> None:
+    paris, rome, mcp, search = _calls(_read("openai-responses/request.json"))
+    assert (paris.args, paris.result) == ({"city": "Paris"}, "18C, cloudy")
+    assert rome.result == "24C, sunny"
+    assert (mcp.tool, mcp.result) == ("search", "no results")
+    assert search.tool == "web_search" and search.result is UNDEFINED
+
+
+def test_gemini_session_outcomes_on_the_call() -> None:
+    transcript = _read("gemini-cli/session-2025-09-18T10-00-8a1f3c52.json")
+    read, make, install, glob = _calls(transcript)
+    assert read.result == {"output": "all:\n\tgcc main.c\n"}
+    assert make.error == "Command exited with code 2: make: gcc: No such file"
+    assert install.result is UNDEFINED and install.error is UNDEFINED  # cancelled
+    assert read.batch is not None and read.batch == make.batch
+    assert read.tokens is not None and read.tokens + make.tokens == 1250  # type: ignore[operator]
+    assert glob.result == {"output": "/work/app/main.c"}
+
+
+def test_gemini_contents_match_responses_by_name() -> None:
+    listing, read = _calls(_read("gemini-cli/checkpoint-before-fix.json"))
+    assert listing.result == {"output": "main.c\nMakefile"}
+    assert read.error == "File not found."
+
+
+def test_cursor_calls_have_no_outcome_and_the_transcript_says_so() -> None:
+    transcript = _read("cursor/3f1c9d2e-agent-transcript.jsonl")
+    assert [call.tool for call in _calls(transcript)] == ["Glob", "Read", "Shell", "Shell"]
+    assert any("no tool outcomes" in note for note in transcript.notes)
+
+
+@pytest.mark.parametrize(
+    "relative", ["claude-code-sdk/stream.jsonl", "claude-code-sdk/claude-execution-output.json"]
+)
+def test_claude_code_sdk_batches_cancellations_and_subagents(relative: str) -> None:
+    transcript = _read(relative)
+    main, sub = transcript.runs
+    assert (main.label, sub.label) == ("main", "subagent:toolu_c")
+    make, read, task = main.calls
+    assert make.error == "make: gcc: No such file or directory"
+    assert read.error is UNDEFINED and read.result is UNDEFINED  # a cancelled sibling
+    assert make.batch is not None and make.batch == read.batch
+    assert task.batch is None
+    (which,) = sub.calls
+    assert which.result == "/usr/bin/cc"
+
+
+def test_openclaw_trajectory_counts_each_call_once_and_rebuilds_orphans() -> None:
+    transcript = _read("openclaw-trajectory/b475ccf4.trajectory.jsonl")
+    ls, read, missing = transcript.runs[0].calls
+    assert ls.result == {"content": "a.txt"}
+    assert read.error == "ENOENT"
+    assert (missing.tool, missing.args, missing.error) == (
+        "read_file",
+        {},
+        "Tool read_file not found",
+    )
+    assert transcript.runs[0].run_id == "run-1"
