@@ -80,20 +80,30 @@ def redis_client(redis_url: str) -> Iterator[Any]:
     client.close()
 
 
-@pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.redis)])
+@pytest.fixture(params=["memory", "sqlite", pytest.param("redis", marks=pytest.mark.redis)])
 def store_kind(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
 @pytest.fixture
-def make_store(store_kind: str, request: pytest.FixtureRequest) -> Iterator[StoreFactory]:
+def make_store(
+    store_kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[StoreFactory]:
     """Build stores of the parametrised kind with the given options (``idle_ttl_s`` …)."""
     built: list[tuple[Store, str]] = []
+    files: list[Store] = []
 
     def make(**options: Any) -> Store:
         if store_kind == "memory":
             options.pop("use_asyncio", None)  # the memory store has no I/O to await
             return MemoryStore(**options)
+        if store_kind == "sqlite":
+            from loopwatch.stores.sqlite import SqliteStore
+
+            options.pop("use_asyncio", None)  # a local file: the sync methods serve both
+            sqlite_store = SqliteStore(tmp_path / f"store-{len(files)}.db", **options)
+            files.append(sqlite_store)
+            return sqlite_store
         from loopwatch.stores import RedisStore
 
         url = request.getfixturevalue("redis_url")
@@ -103,6 +113,8 @@ def make_store(store_kind: str, request: pytest.FixtureRequest) -> Iterator[Stor
         return store
 
     yield make
+    for opened in files:
+        opened.close()
     if built:
         import redis
 
