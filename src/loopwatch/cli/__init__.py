@@ -7,6 +7,8 @@ Commands:
   (``--json``, ``--html FILE``, ``--sweep``, ``--fail-on``).
 - ``loopwatch config check FILE [--agent ID]``: validate a config, show the effective values.
 - ``loopwatch mcp-proxy ...``: run the MCP proxy (``loopwatch.integrations.mcp_proxy``).
+- ``loopwatch hook AGENT`` / ``loopwatch hook status``: the coding agents' hook command
+  (``loopwatch.cli._hook``).
 
 Exit codes: 0 everything scanned (or the config is valid); 1 ``--fail-on`` found a run that
 warned / blocked; 2 a usage or config error; 3 some file was skipped. When a run reached
@@ -117,6 +119,11 @@ def build_parser() -> argparse.ArgumentParser:
     check_parser.add_argument("--json", action="store_true", help="print JSON")
     check_parser.set_defaults(handler=_cmd_config_check)
 
+    commands.add_parser(
+        "hook",
+        help="guard one event of a coding agent (stdin JSON; 'hook status' shows a session)",
+        add_help=False,
+    )
     commands.add_parser(
         "mcp-proxy",
         help="run the loop-guarding MCP proxy (arguments are passed on)",
@@ -297,6 +304,10 @@ def main(argv: list[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     if arguments and arguments[0] == "mcp-proxy":
         return run_mcp_proxy(arguments[1:])
+    if arguments and arguments[0] == "hook":
+        from ._hook import main as hook_main
+
+        return hook_main(arguments[1:])
     parser = build_parser()
     try:
         args = parser.parse_args(arguments)
