@@ -11,6 +11,9 @@ output)`` with ``output = {title, output, metadata}`` (the plugin may append to
 ``{"event": "tool.execute.before" | "tool.execute.after" |
 "experimental.session.compacting" | "session.compacted", "input": {...}, "output":
 {...}}`` — the hook's own two arguments; ``error`` beside them reports a failed tool.
+Releases whose ``tool.execute.after`` input has no ``args`` need the plugin to send the
+call's arguments (kept by ``callID`` from its ``before``) as ``args`` beside them: the
+outcome is matched to its call by the arguments' digest.
 
 It reads back ``{"action": "allow" | "block" | "abort", "message": ..., "warning":
 ...}``: ``block`` (before): throw ``message``; ``warning`` (after): append it to the
@@ -44,7 +47,7 @@ def parse(payload: dict[str, Any]) -> HookEvent:
     data: dict[str, Any] = given if isinstance(given, dict) else payload
     output = payload.get("output")
     output = output if isinstance(output, dict) else {}
-    params = data.get("args", output.get("args"))
+    params = data.get("args", payload.get("args", output.get("args")))
     result: object = UNDEFINED
     error: object = UNDEFINED
     if name == "tool.execute.after":

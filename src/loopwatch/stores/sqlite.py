@@ -34,14 +34,26 @@ from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
 from typing import Any, Final
 
-from loopwatch import messages
-from loopwatch.compaction import COMPACTION_LOOP_PERSISTED, GuardSnapshot, GuardVerdict
+from loopwatch.compaction import GuardSnapshot, GuardVerdict
 from loopwatch.history import ToolCallRecord
+from loopwatch.stores._sqlite_schema import (
+    INSERT_RECORD,
+    NO_GUARD,
+    NULL,
+    RECORD_COLUMNS,
+    SCHEMA,
+    SCHEMA_VERSION,
+    SESSION_TABLES,
+    create_private,
+    fields_of,
+    record_of,
+    token,
+    untoken,
+    verdict_of,
+)
 from loopwatch.stores.base import GuardSpec, OutcomeWrite, Store, StoreError
 from loopwatch.stores.memory import MAX_WARNING_KEYS
 
-#: Version of the tables; a file written by a newer loopwatch is refused, not misread.
-SCHEMA_VERSION: Final = 1
 DEFAULT_IDLE_TTL_S: Final = 1800.0
 DEFAULT_MAX_SESSIONS: Final = 10_000
 #: How long an operation waits for another process's transaction before failing (then
@@ -49,131 +61,6 @@ DEFAULT_MAX_SESSIONS: Final = 10_000
 DEFAULT_BUSY_TIMEOUT_S: Final = 2.0
 #: Remembered record ids of ``begin_call`` appends, for ``cancel_call`` (as in Redis).
 _MAX_PENDING_NONCES: Final = 4096
-_NULL: Final = "null"
-_NO_GUARD: Final = GuardSnapshot(armed=False, remaining_attempts=0)
-
-_SCHEMA: Final = (
-    """CREATE TABLE IF NOT EXISTS sessions (
-        skey TEXT PRIMARY KEY,
-        touched REAL NOT NULL,
-        nonce INTEGER NOT NULL DEFAULT 0,
-        bucket_order INTEGER NOT NULL DEFAULT 0,
-        trimmed_nonce INTEGER,
-        trimmed TEXT
-    ) WITHOUT ROWID""",
-    "CREATE INDEX IF NOT EXISTS sessions_touched ON sessions (touched)",
-    """CREATE TABLE IF NOT EXISTS records (
-        skey TEXT NOT NULL,
-        seq INTEGER NOT NULL,
-        run TEXT NOT NULL,
-        tool TEXT NOT NULL,
-        args TEXT NOT NULL,
-        call TEXT NOT NULL,
-        result TEXT NOT NULL,
-        unknown TEXT NOT NULL,
-        ts INTEGER NOT NULL,
-        facts TEXT NOT NULL,
-        PRIMARY KEY (skey, seq)
-    ) WITHOUT ROWID""",
-    """CREATE TABLE IF NOT EXISTS buckets (
-        skey TEXT NOT NULL,
-        key TEXT NOT NULL,
-        bucket INTEGER NOT NULL,
-        ord INTEGER NOT NULL,
-        PRIMARY KEY (skey, key)
-    ) WITHOUT ROWID""",
-    """CREATE TABLE IF NOT EXISTS guards (
-        skey TEXT NOT NULL,
-        run TEXT NOT NULL,
-        size INTEGER NOT NULL,
-        enabled INTEGER NOT NULL,
-        remaining INTEGER NOT NULL,
-        window TEXT NOT NULL,
-        verdict TEXT,
-        PRIMARY KEY (skey, run)
-    ) WITHOUT ROWID""",
-    """CREATE TABLE IF NOT EXISTS notes (
-        skey TEXT NOT NULL,
-        key TEXT NOT NULL,
-        value TEXT NOT NULL,
-        PRIMARY KEY (skey, key)
-    ) WITHOUT ROWID""",
-)
-_SESSION_TABLES: Final = ("records", "buckets", "guards", "notes", "sessions")
-_RECORD_COLUMNS: Final = "seq, run, tool, args, call, result, unknown, ts, facts"
-_INSERT_RECORD: Final = (
-    "INSERT INTO records (skey, seq, run, tool, args, call, result, unknown, ts, facts) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
-
-
-def _token(value: str | None) -> str:
-    """A text field as an ASCII JSON token (``null`` for ``None``)."""
-    if value is None:
-        return _NULL
-    if value.isascii() and value.isprintable() and '"' not in value and "\\" not in value:
-        return f'"{value}"'
-    return json.dumps(value)
-
-
-def _untoken(token: str) -> str | None:
-    if token == _NULL:
-        return None
-    if "\\" not in token:
-        return token[1:-1]
-    value = json.loads(token)
-    if not isinstance(value, str):
-        raise ValueError(f"not a text token: {token!r}")
-    return value
-
-
-def _record(row: Sequence[Any]) -> ToolCallRecord:
-    """A stored row (``_RECORD_COLUMNS``) as a public record."""
-    _seq, run, tool, args, call, result, unknown, ts, facts = row
-    tool_name, args_hash = _untoken(tool), _untoken(args)
-    if tool_name is None or args_hash is None:
-        raise ValueError("malformed record: no tool name or args hash")
-    return ToolCallRecord(
-        tool_name=tool_name,
-        args_hash=args_hash,
-        tool_call_id=_untoken(call),
-        run_id=_untoken(run),
-        result_hash=_untoken(result),
-        unknown_tool_name=_untoken(unknown),
-        timestamp=int(ts),
-        adaptive_facts=_untoken(facts),
-    )
-
-
-def _verdict(
-    abort: int, armed: int, remaining: int, count: int, tool: str | None, window_size: int
-) -> GuardVerdict:
-    """Rebuild a guard verdict; abort verdicts get their detector and message here."""
-    if not abort:
-        return GuardVerdict(should_abort=False, armed=bool(armed), remaining_attempts=remaining)
-    tool_name = tool or ""
-    return GuardVerdict(
-        should_abort=True,
-        armed=bool(armed),
-        remaining_attempts=remaining,
-        detector=COMPACTION_LOOP_PERSISTED,
-        count=count,
-        tool_name=tool_name,
-        message=messages.COMPACTION_LOOP_PERSISTED.format(
-            tool=tool_name, count=count, window_size=window_size
-        ),
-    )
-
-
-def _create_private(path: Path) -> None:
-    """Create the database file (and its folder) readable by this user only.
-
-    SQLite gives the ``-wal`` and ``-shm`` files the permissions of the database file, so
-    creating it ``0600`` here, before SQLite does, keeps all three private.
-    """
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    os.close(fd)
 
 
 class SqliteStore(Store):
@@ -231,7 +118,7 @@ class SqliteStore(Store):
         self._depth = 0
         self._nonces: OrderedDict[int, tuple[ToolCallRecord, int]] = OrderedDict()
         try:
-            _create_private(self.path)
+            create_private(self.path)
             self._db = sqlite3.connect(
                 str(self.path),
                 timeout=self.busy_timeout_s,
@@ -258,7 +145,7 @@ class SqliteStore(Store):
             )
         db.execute("BEGIN IMMEDIATE")
         try:
-            for statement in _SCHEMA:
+            for statement in SCHEMA:
                 db.execute(statement)
             db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
             db.execute("COMMIT")
@@ -363,7 +250,7 @@ class SqliteStore(Store):
 
     @staticmethod
     def _drop(db: sqlite3.Connection, skey: str) -> None:
-        for table in _SESSION_TABLES:
+        for table in SESSION_TABLES:
             db.execute(f"DELETE FROM {table} WHERE skey = ?", (skey,))
 
     def _reclaim(self, db: sqlite3.Connection, now: float) -> None:
@@ -425,7 +312,7 @@ class SqliteStore(Store):
         if excess <= 0:
             return []
         rows = db.execute(
-            f"SELECT {_RECORD_COLUMNS} FROM records WHERE skey = ? ORDER BY seq LIMIT ?",
+            f"SELECT {RECORD_COLUMNS} FROM records WHERE skey = ? ORDER BY seq LIMIT ?",
             (skey, excess),
         ).fetchall()
         db.execute("DELETE FROM records WHERE skey = ? AND seq <= ?", (skey, rows[-1][0]))
@@ -453,19 +340,19 @@ class SqliteStore(Store):
         history_size: int,
         now: float,
     ) -> Sequence[ToolCallRecord]:
-        skey = _token(session_key)
+        skey = token(session_key)
         with self._tx() as db:
             nonce, _order = self._touch(db, skey, now)
             rows = db.execute(
-                f"SELECT {_RECORD_COLUMNS} FROM records WHERE skey = ? AND run = ? ORDER BY seq",
-                (skey, _token(run_id)),
+                f"SELECT {RECORD_COLUMNS} FROM records WHERE skey = ? AND run = ? ORDER BY seq",
+                (skey, token(run_id)),
             ).fetchall()
-            scoped = [_record(row) for row in rows]
+            scoped = [record_of(row) for row in rows]
             if pending is None:
                 self._forget_trimmed(db, skey)
                 return scoped
             nonce = self._next_nonce(db, skey, nonce)
-            db.execute(_INSERT_RECORD, (skey, nonce, *_fields(pending)))
+            db.execute(INSERT_RECORD, (skey, nonce, *fields_of(pending)))
             trimmed = self._trim(db, skey, history_size)
             if trimmed:
                 db.execute(
@@ -478,7 +365,7 @@ class SqliteStore(Store):
             return scoped
 
     def cancel_call(self, session_key: str, pending: ToolCallRecord, now: float) -> None:
-        skey = _token(session_key)
+        skey = token(session_key)
         with self._tx() as db:
             nonce = self._forget_nonce(pending)
             self._touch(db, skey, now)
@@ -492,40 +379,40 @@ class SqliteStore(Store):
                 ).rowcount
                 if deleted and kept is not None and kept[0] == nonce and kept[1]:
                     for row in json.loads(kept[1]):
-                        db.execute(_INSERT_RECORD, (skey, *row))
+                        db.execute(INSERT_RECORD, (skey, *row))
                 return
             # Not from this store object: the newest pending record with these fields.
-            fields = _fields(pending)
+            fields = fields_of(pending)
             row = db.execute(
                 "SELECT seq FROM records WHERE skey = ? AND run = ? AND tool = ? AND args = ? "
                 "AND call = ? AND result = ? AND unknown = ? AND ts = ? AND facts = ? "
                 "ORDER BY seq DESC LIMIT 1",
                 (skey, *fields),
             ).fetchone()
-            if row is not None and fields[4] == _NULL:
+            if row is not None and fields[4] == NULL:
                 db.execute("DELETE FROM records WHERE skey = ? AND seq = ?", (skey, row[0]))
 
     def update_warning_bucket(self, session_key: str, key: str, bucket: int, now: float) -> bool:
-        skey, token = _token(session_key), _token(key)
+        skey, key_token = token(session_key), token(key)
         with self._tx() as db:
             _nonce, order = self._touch(db, skey, now)
             self._forget_trimmed(db, skey)
             row = db.execute(
-                "SELECT bucket FROM buckets WHERE skey = ? AND key = ?", (skey, token)
+                "SELECT bucket FROM buckets WHERE skey = ? AND key = ?", (skey, key_token)
             ).fetchone()
             if bucket <= (0 if row is None else int(row[0])):
                 return False
             if row is not None:  # a key already present keeps its insertion position
                 db.execute(
                     "UPDATE buckets SET bucket = ? WHERE skey = ? AND key = ?",
-                    (int(bucket), skey, token),
+                    (int(bucket), skey, key_token),
                 )
                 return True
             order += 1
             db.execute("UPDATE sessions SET bucket_order = ? WHERE skey = ?", (order, skey))
             db.execute(
                 "INSERT INTO buckets (skey, key, bucket, ord) VALUES (?, ?, ?, ?)",
-                (skey, token, int(bucket), order),
+                (skey, key_token, int(bucket), order),
             )
             (count,) = db.execute("SELECT COUNT(*) FROM buckets WHERE skey = ?", (skey,)).fetchone()
             if count > MAX_WARNING_KEYS:
@@ -539,11 +426,11 @@ class SqliteStore(Store):
     def record_outcome(
         self, session_key: str, write: OutcomeWrite, guard: GuardSpec, now: float
     ) -> tuple[ToolCallRecord, GuardVerdict]:
-        skey = _token(session_key)
-        run, tool, args = _token(write.run_id), _token(write.tool_name), _token(write.args_hash)
-        result = _token(write.outcome.result_hash)
-        unknown = _token(write.outcome.unknown_tool_name)
-        facts = _token(write.adaptive_facts)
+        skey = token(session_key)
+        run, tool, args = token(write.run_id), token(write.tool_name), token(write.args_hash)
+        result = token(write.outcome.result_hash)
+        unknown = token(write.outcome.unknown_tool_name)
+        facts = token(write.adaptive_facts)
         with self._tx() as db:
             nonce, _order = self._touch(db, skey, now)
             self._forget_trimmed(db, skey)
@@ -554,7 +441,7 @@ class SqliteStore(Store):
             params: tuple[Any, ...] = (skey, run, tool, args)
             if write.tool_call_id:
                 query += " AND call = ?"
-                params += (_token(write.tool_call_id),)
+                params += (token(write.tool_call_id),)
             found = db.execute(query + " ORDER BY seq DESC LIMIT 1", params).fetchone()
             if found is not None:
                 seq = int(found[0])
@@ -566,14 +453,14 @@ class SqliteStore(Store):
             else:
                 seq = self._next_nonce(db, skey, nonce)
                 db.execute(
-                    _INSERT_RECORD,
+                    INSERT_RECORD,
                     (
                         skey,
                         seq,
                         run,
                         tool,
                         args,
-                        _token(write.tool_call_id),
+                        token(write.tool_call_id),
                         result,
                         unknown,
                         int(write.timestamp),
@@ -581,11 +468,11 @@ class SqliteStore(Store):
                     ),
                 )
             stored = db.execute(
-                f"SELECT {_RECORD_COLUMNS} FROM records WHERE skey = ? AND seq = ?",
+                f"SELECT {RECORD_COLUMNS} FROM records WHERE skey = ? AND seq = ?",
                 (skey, seq),
             ).fetchone()
             self._trim(db, skey, write.history_size)
-            record = _record(stored)
+            record = record_of(stored)
             verdict = self._observe(db, skey, run, guard, (tool, args, result), record.tool_name)
             return record, verdict
 
@@ -631,12 +518,12 @@ class SqliteStore(Store):
             "UPDATE guards SET verdict = ? WHERE skey = ? AND run = ?",
             (json.dumps([abort, armed, remaining, count, tool_name]), skey, run),
         )
-        return _verdict(abort, armed, remaining, count, tool_name, size)
+        return verdict_of(abort, armed, remaining, count, tool_name, size)
 
     def arm_guard(
         self, session_key: str, run_id: str | None, guard: GuardSpec, now: float
     ) -> GuardSpec:
-        skey, run = _token(session_key), _token(run_id)
+        skey, run = token(session_key), token(run_id)
         with self._tx() as db:
             self._touch(db, skey, now)
             self._forget_trimmed(db, skey)
@@ -660,30 +547,30 @@ class SqliteStore(Store):
             return GuardSpec(window_size=size, enabled=enabled)
 
     def history(self, session_key: str, now: float) -> tuple[ToolCallRecord, ...]:
-        skey = _token(session_key)
+        skey = token(session_key)
         with self._tx(write=False) as db:
             if not self._live(db, skey, now):
                 return ()
             rows = db.execute(
-                f"SELECT {_RECORD_COLUMNS} FROM records WHERE skey = ? ORDER BY seq",
+                f"SELECT {RECORD_COLUMNS} FROM records WHERE skey = ? ORDER BY seq",
                 (skey,),
             ).fetchall()
-            return tuple(_record(row) for row in rows)
+            return tuple(record_of(row) for row in rows)
 
     def _guard_row(self, session_key: str, run_id: str | None, now: float) -> Any:
-        skey = _token(session_key)
+        skey = token(session_key)
         with self._tx(write=False) as db:
             if not self._live(db, skey, now):
                 return None
             return db.execute(
                 "SELECT size, remaining, verdict FROM guards WHERE skey = ? AND run = ?",
-                (skey, _token(run_id)),
+                (skey, token(run_id)),
             ).fetchone()
 
     def guard_snapshot(self, session_key: str, run_id: str | None, now: float) -> GuardSnapshot:
         row = self._guard_row(session_key, run_id, now)
         if row is None:
-            return _NO_GUARD
+            return NO_GUARD
         remaining = int(row[1])
         return GuardSnapshot(armed=remaining > 0, remaining_attempts=remaining)
 
@@ -694,11 +581,11 @@ class SqliteStore(Store):
         if row is None or row[2] is None:
             return None
         abort, armed, remaining, count, tool = json.loads(row[2])
-        return _verdict(abort, armed, remaining, count, tool, int(row[0]))
+        return verdict_of(abort, armed, remaining, count, tool, int(row[0]))
 
     def warning_buckets(self, session_key: str, now: float) -> dict[str, int]:
         """The session's warning buckets in insertion order (for tests and diagnostics)."""
-        skey = _token(session_key)
+        skey = token(session_key)
         with self._tx(write=False) as db:
             if not self._live(db, skey, now):
                 return {}
@@ -707,7 +594,7 @@ class SqliteStore(Store):
             ).fetchall()
         buckets: dict[str, int] = {}
         for key, bucket in rows:
-            name = _untoken(key)
+            name = untoken(key)
             if name is not None:
                 buckets[name] = int(bucket)
         return buckets
@@ -718,7 +605,7 @@ class SqliteStore(Store):
             rows = db.execute("SELECT skey, touched FROM sessions ORDER BY touched DESC").fetchall()
         live = []
         for skey, touched in rows:
-            name = _untoken(skey)
+            name = untoken(skey)
             if name is not None and not self._expired(touched, now):
                 live.append((name, float(touched)))
         return live
@@ -732,48 +619,33 @@ class SqliteStore(Store):
         decided to the next (the warning a ``PreToolUse`` emitted, shown by its
         ``PostToolUse``). Notes are the guard's own texts and ids, never tool data.
         """
-        skey = _token(session_key)
+        skey = token(session_key)
         with self._tx() as db:
             self._touch(db, skey, now)
             db.execute(
                 "INSERT OR REPLACE INTO notes (skey, key, value) VALUES (?, ?, ?)",
-                (skey, _token(key), value),
+                (skey, token(key), value),
             )
 
     def take_note(
         self, session_key: str, key: str, now: float, *, keep: bool = False
     ) -> str | None:
         """The note left by :meth:`put_note`, removed unless ``keep``; ``None`` if none."""
-        skey, token = _token(session_key), _token(key)
+        skey, key_token = token(session_key), token(key)
         with self._tx() as db:
             if not self._live(db, skey, now):
                 return None
             row = db.execute(
-                "SELECT value FROM notes WHERE skey = ? AND key = ?", (skey, token)
+                "SELECT value FROM notes WHERE skey = ? AND key = ?", (skey, key_token)
             ).fetchone()
             if row is not None and not keep:
-                db.execute("DELETE FROM notes WHERE skey = ? AND key = ?", (skey, token))
+                db.execute("DELETE FROM notes WHERE skey = ? AND key = ?", (skey, key_token))
         return None if row is None else str(row[0])
 
     def close(self) -> None:
         """Close the connection (the file stays)."""
         with self._lock, suppress(sqlite3.Error):
             self._db.close()
-
-
-def _fields(record: ToolCallRecord) -> tuple[str, str, str, str, str, str, int, str]:
-    """A record's stored columns after ``seq``: run, tool, args, call, result, unknown,
-    ts, facts."""
-    return (
-        _token(record.run_id),
-        _token(record.tool_name),
-        _token(record.args_hash),
-        _token(record.tool_call_id),
-        _token(record.result_hash),
-        _token(record.unknown_tool_name),
-        int(record.timestamp),
-        _token(record.adaptive_facts),
-    )
 
 
 __all__ = [
