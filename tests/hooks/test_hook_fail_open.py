@@ -6,6 +6,7 @@ goes to the log file in the state folder. Also ``loopwatch hook status``.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -226,3 +227,14 @@ def test_a_warning_waits_for_its_own_call_in_memory() -> None:
         )
         told.append(post.stdout)
     assert told[:2] == ["", ""] and "WARNING" in told[2]
+
+
+def test_a_tool_the_user_interrupted_is_no_outcome(hooks: HookRunner) -> None:
+    hooks.inprocess("claude-code", payload("claude-code", "pre", session="I", call="c1"))
+    stopped = json.loads(payload("claude-code", "fail", session="I", call="c1"))
+    stopped["is_interrupt"] = True
+    assert hooks.inprocess("claude-code", json.dumps(stopped)) == ""
+    store = hooks.store()
+    (record,) = store.history("claude-code:I", time.time())
+    store.close()
+    assert record.result_hash is None  # still pending: neither a result nor an error

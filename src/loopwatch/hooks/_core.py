@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
@@ -119,7 +120,7 @@ class MemoryNotes:
             return self._notes.pop((session_key, key), None)
 
 
-_memory_notes: dict[int, tuple[object, MemoryNotes]] = {}
+_memory_notes: weakref.WeakKeyDictionary[object, MemoryNotes] = weakref.WeakKeyDictionary()
 _side_notes: dict[str, NoteBook] = {}
 _notes_lock = threading.Lock()
 
@@ -139,11 +140,10 @@ def notes_for(store: Store) -> NoteBook:
 
     with _notes_lock:
         if isinstance(store, MemoryStore):
-            entry = _memory_notes.get(id(store))
-            if entry is None or entry[0] is not store:
-                entry = (store, MemoryNotes())
-                _memory_notes[id(store)] = entry
-            return entry[1]
+            notes = _memory_notes.get(store)
+            if notes is None:
+                notes = _memory_notes[store] = MemoryNotes()
+            return notes
         from loopwatch.hooks._paths import notes_path
         from loopwatch.stores.sqlite import SqliteStore
 

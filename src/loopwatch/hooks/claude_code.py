@@ -4,7 +4,8 @@ Contract (Claude Code hooks reference, code.claude.com/docs/en/hooks; the input 
 anthropics/claude-agent-sdk-python ``types.py``): JSON on stdin with ``session_id``,
 ``transcript_path``, ``cwd``, ``hook_event_name`` and, for tool events, ``tool_name``,
 ``tool_input``, ``tool_use_id``; ``PostToolUse`` adds ``tool_response``,
-``PostToolUseFailure`` adds ``error`` (failed tools arrive there, not in ``PostToolUse``).
+``PostToolUseFailure`` adds ``error`` (failed tools arrive there, not in ``PostToolUse``;
+one the user interrupted, ``is_interrupt``, is no outcome and is skipped).
 ``prompt_id``, when the host sends it, is the run.
 
 Answers (exit 0, JSON on stdout): a block is ``hookSpecificOutput.permissionDecision:
@@ -38,6 +39,8 @@ def parse(payload: dict[str, Any]) -> HookEvent:
     """The event in a Claude Code hook payload (``ignore`` for events loopwatch skips)."""
     name = text(payload, "hook_event_name") or ""
     kind = _KINDS.get(name, "ignore")
+    if name == "PostToolUseFailure" and payload.get("is_interrupt") is True:
+        kind = "ignore"  # the user stopped the tool: no outcome, and no failure loop
     error: object = UNDEFINED
     if name == "PostToolUseFailure":
         error = payload.get("error") or "tool failed"
