@@ -31,7 +31,7 @@ _KINDS: Final = {
     "postToolUseFailure": "after",
     "preCompact": "compaction",
 }
-_RESULT_KEYS: Final = ("tool_output", "tool_response", "result_json", "output")
+_RESULT_KEYS: Final = ("tool_output", "tool_response", "result_json", "output", "result")
 
 
 def parse(payload: dict[str, Any]) -> HookEvent:
