@@ -17,9 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from loopwatch import LoopGuard, MemoryStore
 from loopwatch.history import ToolCallRecord
+from loopwatch.stores._sqlite_schema import token, untoken
 from loopwatch.stores.base import StoreError
 from loopwatch.stores.sqlite import SCHEMA_VERSION, SqliteStore
 from loopwatch.stores.url import parse_sqlite_url, store_from_url
@@ -300,3 +303,30 @@ def test_a_writer_killed_at_any_point_loses_only_its_last_call(tmp_path: Path) -
     pending = [cid for cid in ids if cid not in set(finished)]
     assert len(pending) <= 3 and all(cid.startswith("r") for cid in pending)
     assert sqlite3.connect(db).execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+# --- encoding ------------------------------------------------------------------------------
+
+_TEXT = st.text(st.characters(codec=None, exclude_categories=()), max_size=30)
+
+
+@given(value=st.none() | _TEXT)
+def test_tokens_round_trip_any_text(value: str | None) -> None:
+    encoded = token(value)
+    assert encoded.isascii()
+    assert untoken(encoded) == value
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(session=_TEXT, tool=_TEXT, call=st.none() | _TEXT, run=st.none() | _TEXT)
+def test_records_of_any_text_round_trip(
+    tmp_path: Path, session: str, tool: str, call: str | None, run: str | None
+) -> None:
+    store = SqliteStore(tmp_path / "codec.db", idle_ttl_s=None)
+    record = ToolCallRecord(tool, f"{tool}:x", call, run, timestamp=-5)
+    store.begin_call(session, run, record, 10_000, T0)
+    assert store.history(session, T0)[-1] == record
+    assert list(store.begin_call(session, run, None, 10_000, T0))[-1] == record
+    store.close()
