@@ -632,7 +632,7 @@ class SqliteStore(Store):
     ) -> str | None:
         """The note left by :meth:`put_note`, removed unless ``keep``; ``None`` if none."""
         skey, key_token = token(session_key), token(key)
-        with self._tx() as db:
+        with self._tx(write=not keep) as db:
             if not self._live(db, skey, now):
                 return None
             row = db.execute(
