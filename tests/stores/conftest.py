@@ -81,15 +81,20 @@ def redis_client(redis_url: str) -> Iterator[Any]:
     client.close()
 
 
-@pytest.fixture(params=["reference", "memory", pytest.param("redis", marks=pytest.mark.redis)])
+@pytest.fixture(
+    params=["reference", "memory", "sqlite", pytest.param("redis", marks=pytest.mark.redis)]
+)
 def store_kind(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
 @pytest.fixture
-def make_store(store_kind: str, request: pytest.FixtureRequest) -> Iterator[StoreFactory]:
+def make_store(
+    store_kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[StoreFactory]:
     """Build stores of the parametrised kind with the given options (``idle_ttl_s`` …)."""
     built: list[tuple[Store, str]] = []
+    files: list[Store] = []
 
     def make(**options: Any) -> Store:
         if store_kind in ("memory", "reference"):
@@ -97,6 +102,13 @@ def make_store(store_kind: str, request: pytest.FixtureRequest) -> Iterator[Stor
             if store_kind == "reference":  # the template and oracle of loopwatch.testing
                 return ReferenceStore(**options)
             return MemoryStore(**options)
+        if store_kind == "sqlite":
+            from loopwatch.stores.sqlite import SqliteStore
+
+            options.pop("use_asyncio", None)  # a local file: the sync methods serve both
+            sqlite_store = SqliteStore(tmp_path / f"store-{len(files)}.db", **options)
+            files.append(sqlite_store)
+            return sqlite_store
         from loopwatch.stores import RedisStore
 
         url = request.getfixturevalue("redis_url")
@@ -106,6 +118,8 @@ def make_store(store_kind: str, request: pytest.FixtureRequest) -> Iterator[Stor
         return store
 
     yield make
+    for opened in files:
+        opened.close()
     if built:
         import redis
 

@@ -1,7 +1,8 @@
 """The store contract (SPEC §1, §3.6, §5.3, §6.2, §9.4), run against every backend.
 
-Each test runs once with ``MemoryStore`` and once with ``RedisStore`` on a real
-``redis-server``; the memory store is the reference, so any difference is a Redis bug.
+Each test runs with ``MemoryStore``, with ``SqliteStore`` on a temporary file and with
+``RedisStore`` on a real ``redis-server``; the memory store is the reference, so any
+difference is a bug of the other backend.
 Times are passed explicitly (``now``), the way ``LoopGuard`` passes its clock.
 """
 

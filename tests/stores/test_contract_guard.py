@@ -1,7 +1,8 @@
 """``LoopGuard`` end to end: the same calls give the same decisions on every store.
 
-Each scenario is played twice, through a ``MemoryStore`` and through a ``RedisStore`` on a
-real server, with the same fake clock; decisions, returned records, exceptions, events,
+Each scenario is played through a ``MemoryStore`` and through each shared store (a
+``RedisStore`` on a real server, a ``SqliteStore`` in a temporary file), with the same fake
+clock; decisions, returned records, exceptions, events,
 log lines and the final state must be identical. Scenarios are synthetic loops of every
 detector plus real recorded agent runs from ``shared/corpus/traj``.
 """
@@ -11,27 +12,42 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _scenarios import LOW, SCENARIOS, Host, S, Transcript, play
 
 from loopwatch import UNDEFINED, LoopGuard, MemoryStore, Store
 from loopwatch.detectors.compaction import PostCompactionLoopPersistedError
+from loopwatch.stores.sqlite import SqliteStore
 from loopwatch.testing import FakeClock
-
-pytestmark = pytest.mark.redis
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "traj"
 
 
+@pytest.fixture(params=["sqlite", pytest.param("redis", marks=pytest.mark.redis)])
+def shared_store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[..., Store]:
+    """Build the parametrised shared store (each call a fresh one)."""
+    if request.param == "redis":
+        factory: Callable[..., Store] = request.getfixturevalue("redis_store_factory")
+        return factory
+    counter = iter(range(1_000_000))
+
+    def make(**options: Any) -> Store:
+        options.pop("use_asyncio", None)
+        return SqliteStore(tmp_path / f"guard-{next(counter)}.db", **options)
+
+    return make
+
+
 @pytest.mark.parametrize("enforce", [True, False], ids=["enforced", "shadow"])
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
-def test_scenario_is_identical_on_memory_and_redis(
-    redis_store_factory: Callable[..., Store], name: str, enforce: bool
+def test_scenario_is_identical_on_memory_and_shared_stores(
+    shared_store_factory: Callable[..., Store], name: str, enforce: bool
 ) -> None:
     scenario, config = SCENARIOS[name]
     expected = play(MemoryStore(), scenario, config, enforce=enforce)
-    actual = play(redis_store_factory(), scenario, config, enforce=enforce)
+    actual = play(shared_store_factory(), scenario, config, enforce=enforce)
     assert actual == expected
     assert any(item[0] == "before" for item in expected)
 
@@ -81,7 +97,9 @@ def replay_corpus(host: Host, files: list[Path]) -> None:
         host.state(session=session, runs=("run-1",))
 
 
-def test_recorded_runs_give_identical_decisions(redis_store_factory: Callable[..., Store]) -> None:
+def test_recorded_runs_give_identical_decisions(
+    shared_store_factory: Callable[..., Store],
+) -> None:
     assert CORPUS.is_dir(), f"the shared corpus is missing: expected {CORPUS}"
     files = _corpus_files()
     assert len(files) > 100
@@ -91,7 +109,7 @@ def test_recorded_runs_give_identical_decisions(redis_store_factory: Callable[..
 
     config = {**LOW, "historySize": 20}
     expected = play(MemoryStore(), scenario, config)
-    actual = play(redis_store_factory(), scenario, config)
+    actual = play(shared_store_factory(), scenario, config)
     assert len(actual) == len(expected)
     for index, (got, want) in enumerate(zip(actual, expected, strict=True)):
         assert got == want, f"item {index} differs"
@@ -100,7 +118,7 @@ def test_recorded_runs_give_identical_decisions(redis_store_factory: Callable[..
 
 
 def test_adaptive_profile_gives_identical_decisions(
-    redis_store_factory: Callable[..., Store],
+    shared_store_factory: Callable[..., Store],
 ) -> None:
     """The adaptive facts travel through the store: same adaptive verdicts on both."""
     assert CORPUS.is_dir(), f"the shared corpus is missing: expected {CORPUS}"
@@ -111,7 +129,7 @@ def test_adaptive_profile_gives_identical_decisions(
 
     config = {"enabled": True}
     expected = play(MemoryStore(), scenario, config, profile="adaptive")
-    actual = play(redis_store_factory(), scenario, config, profile="adaptive")
+    actual = play(shared_store_factory(), scenario, config, profile="adaptive")
     assert actual == expected
     detectors = {
         item[1].verdict.detector
@@ -124,6 +142,7 @@ def test_adaptive_profile_gives_identical_decisions(
 # --- asyncio ------------------------------------------------------------------------------
 
 
+@pytest.mark.redis
 async def test_async_twins_with_an_asyncio_client_match_memory(
     redis_store_factory: Callable[..., Store],
 ) -> None:

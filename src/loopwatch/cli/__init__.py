@@ -9,6 +9,8 @@ Commands:
 - ``loopwatch mcp-proxy ...``: run the MCP proxy (``loopwatch.integrations.mcp_proxy``).
 - ``loopwatch serve``: keep one guard warm behind a unix socket / localhost HTTP.
 - ``loopwatch install AGENT`` / ``uninstall AGENT``: add or remove the hook entries.
+- ``loopwatch hook AGENT`` / ``loopwatch hook status``: the coding agents' hook command
+  (``loopwatch.cli._hook``).
 
 Exit codes: 0 everything scanned (or the config is valid); 1 ``--fail-on`` found a run that
 warned / blocked; 2 a usage or config error; 3 some file was skipped; 4 a file was read as a
@@ -137,6 +139,11 @@ def build_parser() -> argparse.ArgumentParser:
     check_parser.add_argument("--json", action="store_true", help="print JSON")
     check_parser.set_defaults(handler=_cmd_config_check)
 
+    commands.add_parser(
+        "hook",
+        help="guard one event of a coding agent (stdin JSON; 'hook status' shows a session)",
+        add_help=False,
+    )
     commands.add_parser(
         "mcp-proxy",
         help="run the loop-guarding MCP proxy (arguments are passed on)",
@@ -346,6 +353,10 @@ def main(argv: list[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     if arguments and arguments[0] == "mcp-proxy":
         return run_mcp_proxy(arguments[1:])
+    if arguments and arguments[0] == "hook":
+        from ._hook import main as hook_main
+
+        return hook_main(arguments[1:])
     parser = build_parser()
     try:
         args = parser.parse_args(arguments)

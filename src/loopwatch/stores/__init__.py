@@ -9,6 +9,7 @@ from loopwatch.stores.memory.store import MemoryStore
 
 if TYPE_CHECKING:
     from loopwatch.stores.redis import RedisStore
+    from loopwatch.stores.sqlite import SqliteStore
     from loopwatch.stores.url import store_from_url
 
 __all__ = [
@@ -16,6 +17,7 @@ __all__ = [
     "MemoryStore",
     "OutcomeWrite",
     "RedisStore",
+    "SqliteStore",
     "Store",
     "StoreError",
     "store_from_url",
@@ -23,11 +25,16 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    # Lazy exports: ``import loopwatch`` must not import redis (nor read the Lua scripts).
+    # Lazy exports: ``import loopwatch`` must not import redis (nor read the Lua scripts),
+    # nor sqlite3.
     if name == "RedisStore":
         from loopwatch.stores.redis import RedisStore
 
         return RedisStore
+    if name == "SqliteStore":
+        from loopwatch.stores.sqlite import SqliteStore
+
+        return SqliteStore
     if name == "store_from_url":
         from loopwatch.stores.url import store_from_url
 

@@ -6,6 +6,7 @@ never later, inside a tool call, where the failure policy would quietly allow ev
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from typing import Any, Final
@@ -14,7 +15,7 @@ from urllib.parse import parse_qs, urlsplit
 from loopwatch.stores.base import Store
 
 #: The schemes :func:`store_from_url` understands.
-SCHEMES: Final = ("memory", "redis", "rediss", "redis+unix")
+SCHEMES: Final = ("memory", "redis", "rediss", "redis+unix", "sqlite")
 
 _DB: Final = re.compile(r"^[0-9]+$")
 
@@ -84,6 +85,26 @@ def parse_redis_url(url: str) -> RedisTarget:
     return RedisTarget(url=url, unix=False)
 
 
+def parse_sqlite_url(url: str) -> str:
+    """The file path of a ``sqlite:///path/to/file.db`` URL (``~`` is expanded).
+
+    Everything after ``sqlite://`` is the path, so ``sqlite:///tmp/x.db`` is the absolute
+    ``/tmp/x.db``; a query or fragment is refused rather than taken as part of the name.
+
+    Raises:
+        ValueError: no path, or a query or fragment.
+    """
+    path = url[len("sqlite://") :]
+    if not path:
+        raise ValueError(f"invalid SQLite URL {url!r}: the file path is missing")
+    if "?" in path or "#" in path:
+        raise ValueError(
+            f"invalid SQLite URL {url!r}: no query or fragment (pass idle_ttl_s= and the "
+            "other options as keyword arguments)"
+        )
+    return os.path.expanduser(path)
+
+
 def store_from_url(url: str, **options: Any) -> Store:
     """Build a store from a URL; the backend is chosen by the scheme.
 
@@ -95,6 +116,10 @@ def store_from_url(url: str, **options: Any) -> Store:
       :meth:`RedisStore.from_url <loopwatch.stores.redis.RedisStore.from_url>`
       (``socket_timeout``, ``use_asyncio``, ``cluster``, ``prefix``, ``idle_ttl_s``,
       ``fail_open``, client options).
+
+    - ``sqlite:///path/to/file.db``: a :class:`~loopwatch.stores.sqlite.SqliteStore`
+      (one machine, many processes); ``options`` are its keyword arguments
+      (``idle_ttl_s``, ``max_sessions``, ``busy_timeout_s``, ``fail_open``).
 
     To use a client you already have (redis-py, valkey, a cluster client), construct
     ``RedisStore(client)`` directly.
@@ -116,10 +141,14 @@ def store_from_url(url: str, **options: Any) -> Store:
         from loopwatch.stores.memory.store import MemoryStore
 
         return MemoryStore(**options)
+    if scheme == "sqlite":
+        from loopwatch.stores.sqlite import SqliteStore
+
+        return SqliteStore(parse_sqlite_url(url), **options)
     parse_redis_url(url)
     from loopwatch.stores.redis import RedisStore
 
     return RedisStore.from_url(url, **options)
 
 
-__all__ = ["SCHEMES", "RedisTarget", "parse_redis_url", "store_from_url"]
+__all__ = ["SCHEMES", "RedisTarget", "parse_redis_url", "parse_sqlite_url", "store_from_url"]

@@ -1,0 +1,198 @@
+"""What one ``loopwatch hook`` call costs as a whole process, and 8 hooks on one session.
+
+Run from the repository root::
+
+    PYTHONPATH=src python benchmarks/bench_hooks.py            # about a minute
+    PYTHONPATH=src python benchmarks/bench_hooks.py --rounds 5 # quicker
+
+1. **Process ratio** (issue 14 target: <= 2.5x): the time of one hook process
+   (``python -m loopwatch.cli hook claude-code`` with a ``PreToolUse`` on stdin, SQLite
+   store) against ``python -c pass`` on the same machine, as wall time and as the
+   process's CPU time (user + system: what a busy machine disturbs least). The cases take
+   turns, round after round, and a ratio is the median of the per-round ratios (the
+   machine is shared and noisy: side by side is the only fair comparison).
+   ``import loopwatch`` and ``import loopwatch.cli`` are measured the same way, to show
+   where the time goes. Bytecode is cached, as after a ``pip install``.
+2. **8 processes at once on one session**: eight hook processes per step, all started
+   before any is waited for, each a pre/post pair of a distinct call; afterwards the
+   store holds every record, exactly once, each with its outcome (the serial replay of
+   the same calls holds the same set).
+
+Not collected by pytest (``testpaths = ["tests"]``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _env(state: Path) -> dict[str, str]:
+    """The hook's environment: its own state folder, and bytecode cached as after a pip
+    install (``PYTHONDONTWRITEBYTECODE`` would recompile every module in every process)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", "")
+    env["XDG_STATE_HOME"] = str(state)
+    env["PYTHONPYCACHEPREFIX"] = str(state / "pycache")
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env.pop("LOOPWATCH_STORE", None)
+    return env
+
+
+def _pre(session: str, call: str, command: str = "ls") -> bytes:
+    payload = {
+        "session_id": session,
+        "transcript_path": "/tmp/t.jsonl",
+        "cwd": "/tmp",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": command},
+        "tool_use_id": call,
+    }
+    return json.dumps(payload).encode()
+
+
+def _post(session: str, call: str, command: str = "ls") -> bytes:
+    payload = json.loads(_pre(session, call, command))
+    payload["hook_event_name"] = "PostToolUse"
+    payload["tool_response"] = {"stdout": f"output of {command}", "stderr": ""}
+    return json.dumps(payload).encode()
+
+
+def _time(command: list[str], stdin: bytes, env: dict[str, str]) -> tuple[float, float]:
+    """Wall time and CPU time (user + system) of one whole process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(command, input=stdin, env=env, capture_output=True, check=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
+
+
+def process_ratio(rounds: int, state: Path) -> dict[str, Any]:
+    env = _env(state)
+    hook = [sys.executable, "-m", "loopwatch.cli", "hook", "claude-code"]
+    cases = {
+        "python -c pass": [sys.executable, "-c", "pass"],
+        "import loopwatch": [sys.executable, "-c", "import loopwatch"],
+        "import loopwatch.cli": [sys.executable, "-c", "import loopwatch.cli"],
+        "hook PreToolUse": hook,
+    }
+    samples: dict[str, dict[str, list[float]]] = {name: {"wall": [], "cpu": []} for name in cases}
+    ratios: dict[str, dict[str, list[float]]] = {
+        name: {"wall": [], "cpu": []} for name in cases if name != "python -c pass"
+    }
+    for warm in range(2):  # writes the bytecode cache and the store file
+        _time(hook, _pre("warm", f"w{warm}"), env)
+        _time(cases["import loopwatch.cli"], b"", env)
+    for index in range(rounds):
+        order = list(cases)
+        order = order[index % len(order) :] + order[: index % len(order)]
+        got: dict[str, tuple[float, float]] = {}
+        for name in order:
+            # Distinct calls (a new session each round): no loop, the common path.
+            stdin = (
+                _pre(f"bench-{index}", f"c{index}", f"ls {index}")
+                if name.startswith("hook")
+                else b""
+            )
+            got[name] = _time(cases[name], stdin, env)
+            samples[name]["wall"].append(got[name][0])
+            samples[name]["cpu"].append(got[name][1])
+        base = got["python -c pass"]
+        for name, per in ratios.items():
+            per["wall"].append(got[name][0] / base[0])
+            per["cpu"].append(got[name][1] / max(base[1], 1e-6))
+    return {
+        "median_s": {
+            name: {kind: statistics.median(v) for kind, v in per.items()}
+            for name, per in samples.items()
+        },
+        "ratio": {
+            name: {kind: statistics.median(v) for kind, v in per.items()}
+            for name, per in ratios.items()
+        },
+    }
+
+
+def eight_processes(steps: int, state: Path) -> dict[str, Any]:
+    env = _env(state)
+    hook = [sys.executable, "-m", "loopwatch.cli", "hook", "claude-code"]
+    session = "eight"
+    calls = []
+    for step in range(steps):
+        batch = [f"s{step}-p{worker}" for worker in range(8)]
+        calls += batch
+        for make in (_pre, _post):
+            procs = [
+                subprocess.Popen(
+                    hook,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    env=env,
+                )
+                for _ in batch
+            ]
+            for proc, call in zip(procs, batch, strict=True):
+                assert proc.stdin is not None
+                proc.stdin.write(make(session, call, f"cat {call}"))
+                proc.stdin.close()
+            for proc in procs:
+                proc.wait(timeout=60)
+    sys.path.insert(0, str(ROOT / "src"))
+    from loopwatch.stores.sqlite import SqliteStore
+
+    store = SqliteStore(state / "loopwatch" / "sessions.db", idle_ttl_s=None)
+    history = store.history(f"claude-code:{session}", time.time())
+    store.close()
+    ids = [record.tool_call_id for record in history]
+    return {
+        "calls": len(calls),
+        "records": len(ids),
+        "lost": sorted(set(calls) - set(ids)),
+        "duplicated": len(ids) - len(set(ids)),
+        "without_outcome": sum(1 for record in history if record.result_hash is None),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--steps", type=int, default=3, help="8-process steps (history 30)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        figures = process_ratio(args.rounds, Path(folder) / "ratio")
+        print(
+            f"one hook call as a whole process, {args.rounds} rounds "
+            "(medians; CPU = user + system time of the process, robust on a busy machine):"
+        )
+        for name, per in figures["median_s"].items():
+            ratio = figures["ratio"].get(name, {"wall": 1.0, "cpu": 1.0})
+            print(
+                f"  {name:<22} wall {per['wall'] * 1000:7.1f} ms {ratio['wall']:5.2f}x   "
+                f"cpu {per['cpu'] * 1000:7.1f} ms {ratio['cpu']:5.2f}x  (of python -c pass)"
+            )
+        print("  target: hook <= 2.50x")
+        eight = eight_processes(args.steps, Path(folder) / "eight")
+        print(
+            f"8 hook processes at once on one session: {eight['calls']} calls, "
+            f"{eight['records']} records, lost {len(eight['lost'])}, duplicated "
+            f"{eight['duplicated']}, without outcome {eight['without_outcome']}"
+        )
+
+
+if __name__ == "__main__":
+    main()

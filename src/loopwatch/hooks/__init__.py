@@ -1,0 +1,141 @@
+"""``loopwatch hook <agent>``: guard the coding agents that run a command per tool call.
+
+Claude Code, Codex CLI, Gemini CLI and Cursor run a hook command before and after each
+tool call with the event as JSON on stdin; OpenCode does the same through a small plugin.
+Each call is a new process, so the session's history lives in a store that outlives it
+(SQLite in the user's state folder by default, or ``LOOPWATCH_STORE``, e.g. a Redis URL).
+
+:func:`run_hook` is the whole job for one event: parse the host's payload, run it
+through the guard, answer in the host's own contract. It never raises: anything that
+goes wrong (bad JSON, an unknown event, a broken store) is logged and answered with the
+host's "no opinion", so a loopwatch failure never blocks a tool call by accident.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+from types import ModuleType
+from typing import TYPE_CHECKING, Final
+
+from loopwatch.hooks._core import HookResult
+
+if TYPE_CHECKING:
+    from loopwatch.guard import LoopGuard
+
+logger = logging.getLogger("loopwatch.hooks")
+
+#: The agents ``loopwatch hook`` speaks to, by the name the command takes.
+AGENTS: Final = ("claude-code", "codex", "gemini", "cursor", "opencode")
+_MODULES: Final = {
+    "claude-code": "loopwatch.hooks.claude_code",
+    "codex": "loopwatch.hooks.codex",
+    "gemini": "loopwatch.hooks.gemini",
+    "cursor": "loopwatch.hooks.cursor",
+    "opencode": "loopwatch.hooks.opencode",
+}
+#: The answer for an agent loopwatch does not know: nothing on stdout, exit 0.
+UNKNOWN_AGENT: Final = HookResult("", 0)
+
+
+def agent_module(agent: str) -> ModuleType:
+    """The module of one agent (imported on first use: a hook process needs one).
+
+    Raises:
+        ValueError: an agent not in :data:`AGENTS`.
+    """
+    name = _MODULES.get(agent)
+    if name is None:
+        raise ValueError(f"unknown agent {agent!r}: expected one of {', '.join(AGENTS)}")
+    return importlib.import_module(name)
+
+
+def fail_open_result(agent: str) -> HookResult:
+    """What to answer when loopwatch itself cannot decide: the host's "no opinion"."""
+    try:
+        result: HookResult = agent_module(agent).FAIL_OPEN
+        return result
+    except ValueError:
+        return UNKNOWN_AGENT
+
+
+def run_hook(agent: str, payload_text: str, guard: LoopGuard) -> HookResult:
+    """Handle one hook event of ``agent`` and answer in its contract; never raises.
+
+    Args:
+        agent: one of :data:`AGENTS`.
+        payload_text: the JSON the host wrote to the hook's stdin.
+        guard: the guard to consult (its store must be shared by every hook process of
+            the session: see :func:`default_guard`).
+
+    Returns:
+        What to print (``stdout``, ``stderr``) and the exit code; exit 0 whatever happens,
+        with the host's "no opinion" answer when loopwatch could not decide.
+    """
+    try:
+        module = agent_module(agent)
+    except ValueError as exc:
+        logger.warning("loopwatch hook: %s", exc)
+        return UNKNOWN_AGENT
+    fallback: HookResult = module.FAIL_OPEN
+    try:
+        payload = json.loads(payload_text)
+    except (ValueError, TypeError) as exc:
+        logger.warning("loopwatch hook %s: the payload is not JSON: %s", agent, exc)
+        return fallback
+    if not isinstance(payload, dict):
+        logger.warning("loopwatch hook %s: the payload is not a JSON object", agent)
+        return fallback
+    try:
+        from loopwatch.hooks._core import process
+
+        event = module.parse(payload)
+        outcome = process(agent, event, guard, remember_run=module.REMEMBER_RUN)
+        result: HookResult = module.render(event, outcome)
+        return result
+    except Exception as exc:
+        logger.warning(
+            "loopwatch hook %s failed: %s: %s", agent, type(exc).__name__, exc, exc_info=True
+        )
+        return fallback
+
+
+def default_guard(
+    store_url: str | None = None, config_file: str | None = None, profile: str | None = None
+) -> LoopGuard:
+    """The guard of the hook commands: detection on, adaptive profile, a shared store.
+
+    Args:
+        store_url: any :func:`~loopwatch.stores.url.store_from_url` URL; default
+            ``LOOPWATCH_STORE``, else ``sqlite://`` in the user's state folder.
+        config_file: an OpenClaw-style config (JSON5) with ``tools.loopDetection`` and a
+            ``loopwatch`` block; its ``loopwatch.profile`` is used when ``profile`` is not
+            given (the adaptive profile when the file names none).
+        profile: ``"reference"`` or ``"adaptive"`` (default ``"adaptive"``).
+
+    Raises:
+        ConfigError: an invalid config file.
+        ValueError: a bad store URL or profile.
+        StoreError: the store cannot be opened.
+    """
+    from loopwatch.guard import LoopGuard
+    from loopwatch.hooks._paths import default_store_url
+    from loopwatch.stores.url import store_from_url
+
+    if profile is not None and profile not in ("reference", "adaptive"):
+        raise ValueError(f"profile must be 'reference' or 'adaptive', not {profile!r}")
+    store = store_from_url(store_url or default_store_url())
+    if config_file is None:
+        chosen = profile or "adaptive"
+        return LoopGuard({"enabled": True}, store=store, profile=chosen)  # type: ignore[arg-type]
+    from loopwatch.config import load_config_file
+
+    config = load_config_file(config_file)
+    block = config.get("loopwatch")
+    named = block.get("profile") if isinstance(block, dict) else None
+    chosen = profile or (named if named in ("reference", "adaptive") else "adaptive")
+    return LoopGuard(openclaw_config=config, store=store, profile=chosen)  # type: ignore[arg-type]
+
+
+__all__ = ["AGENTS", "HookResult", "agent_module", "default_guard", "fail_open_result", "run_hook"]

@@ -1,0 +1,284 @@
+"""What every ``loopwatch hook <agent>`` shares: the event model, the guard calls, notes.
+
+An agent module turns the host's JSON into a :class:`HookEvent` and a :class:`Outcome`
+back into the host's answer; everything between is here, the same for every agent:
+
+- ``before``: ``LoopGuard.before_call``. A block is answered at once (and, as a host
+  does, the blocked result goes to ``after_call``, which records nothing). An emitted
+  warning is *not* answered here: the tool still runs, its ``after_call`` must record the
+  original result, and the model should read the warning next to that result. So the
+  warning is left as a note for the call's post event, in the store's side table (each
+  event is a new process).
+- ``after``: ``LoopGuard.after_call`` with the host's result (or error), then the note of
+  that call's warning, if any; a loop that survived a compaction ends the run.
+- ``compaction``: ``LoopGuard.compaction_retry`` (arms the post-compaction guard).
+
+Notes hold the guard's own model-facing texts (tool names and counts, never arguments or
+results), keyed by the call's id; the alternative, recomputing the warning in the post
+event, would need the history as it was before the call, which is gone by then.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import weakref
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
+
+from loopwatch.core._undefined import UNDEFINED
+
+if TYPE_CHECKING:
+    from loopwatch.guard import LoopGuard
+    from loopwatch.stores.base import Store
+
+logger = logging.getLogger("loopwatch.hooks")
+
+EventKind = Literal["before", "after", "compaction", "ignore"]
+
+#: Said in a deny when the guard blocked without a message (it always has one today).
+FALLBACK_BLOCK_REASON: Final = "loopwatch blocked this call: it repeats a loop with no progress."
+#: Note keys: the run of a session (for events without a run id), a call's warning.
+RUN_NOTE: Final = "run"
+WARNING_NOTE: Final = "warn:"
+#: Notes kept by the in-process note book (``memory://`` stores, ``loopwatch serve``).
+MAX_MEMORY_NOTES: Final = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class HookResult:
+    """What the hook command prints and returns to the agent."""
+
+    stdout: str
+    exit_code: int
+    stderr: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class HookEvent:
+    """One host event, in loopwatch's terms.
+
+    ``name`` is the host's own event name (answers echo it as ``hookEventName``);
+    ``result`` / ``error`` are ``UNDEFINED`` when the host did not send one.
+    """
+
+    kind: EventKind
+    name: str
+    session: str | None = None
+    run: str | None = None
+    tool: str | None = None
+    params: object = None
+    call_id: str | None = None
+    result: object = UNDEFINED
+    error: object = UNDEFINED
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What loopwatch decided: block the call, tell the model, or end the run."""
+
+    block: str | None = None
+    warning: str | None = None
+    end_run: str | None = None
+
+
+IGNORED: Final = Outcome()
+
+
+class NoteBook(Protocol):
+    """Where a hook leaves notes for the next event of the same session."""
+
+    def put_note(self, session_key: str, key: str, value: str, now: float) -> None: ...
+
+    def take_note(
+        self, session_key: str, key: str, now: float, *, keep: bool = False
+    ) -> str | None: ...
+
+
+class MemoryNotes:
+    """Notes in this process, for in-process stores (tests, ``loopwatch serve``)."""
+
+    def __init__(self) -> None:
+        self._notes: OrderedDict[tuple[str, str], str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def put_note(self, session_key: str, key: str, value: str, now: float) -> None:
+        with self._lock:
+            self._notes[(session_key, key)] = value
+            self._notes.move_to_end((session_key, key))
+            while len(self._notes) > MAX_MEMORY_NOTES:
+                self._notes.popitem(last=False)
+
+    def take_note(
+        self, session_key: str, key: str, now: float, *, keep: bool = False
+    ) -> str | None:
+        with self._lock:
+            if keep:
+                return self._notes.get((session_key, key))
+            return self._notes.pop((session_key, key), None)
+
+
+_memory_notes: weakref.WeakKeyDictionary[object, MemoryNotes] = weakref.WeakKeyDictionary()
+_side_notes: dict[str, NoteBook] = {}
+_notes_lock = threading.Lock()
+
+
+def notes_for(store: Store) -> NoteBook:
+    """The note book that goes with ``store``.
+
+    A :class:`~loopwatch.stores.sqlite.SqliteStore` keeps notes in its own file. A store
+    in this process's memory gets notes in memory too. Any other store (Redis) gets a
+    SQLite side file in the state folder: the pre and post events of one tool call run
+    on the same machine, so notes need not travel further.
+    """
+    put = getattr(store, "put_note", None)
+    if callable(put) and callable(getattr(store, "take_note", None)):
+        return store  # type: ignore[return-value]
+    from loopwatch.stores.memory.store import MemoryStore
+
+    with _notes_lock:
+        if isinstance(store, MemoryStore):
+            notes = _memory_notes.get(store)
+            if notes is None:
+                notes = _memory_notes[store] = MemoryNotes()
+            return notes
+        from loopwatch.hooks._paths import notes_path
+        from loopwatch.stores.sqlite import SqliteStore
+
+        path = str(notes_path())
+        book = _side_notes.get(path)
+        if book is None:
+            book = _side_notes[path] = SqliteStore(path)
+        return book
+
+
+def _session_key(agent: str, event: HookEvent) -> str | None:
+    if not isinstance(event.session, str) or not event.session.strip():
+        return None
+    return f"{agent}:{event.session}"
+
+
+def _warning_key(event: HookEvent) -> str:
+    if event.call_id:
+        return WARNING_NOTE + event.call_id
+    from loopwatch.fingerprint import hash_tool_call
+
+    return WARNING_NOTE + hash_tool_call(event.tool or "", event.params)
+
+
+def _note(book: NoteBook, op: str, *args: Any, **kwargs: Any) -> str | None:
+    """A note operation that never fails the hook (a lost note loses a warning only)."""
+    try:
+        value: str | None = getattr(book, op)(*args, **kwargs)
+        return value
+    except Exception as exc:
+        logger.warning("hook note %s failed: %s: %s", op, type(exc).__name__, exc)
+        return None
+
+
+def _run_of(
+    book: NoteBook, session_key: str, event: HookEvent, now: float, remember: bool
+) -> str | None:
+    """The event's run, or the session's latest run when the host sent none.
+
+    Hosts whose every event carries a turn id need no note (``remember=False``); a host
+    that sends it with tool events only (Claude Code's ``prompt_id``) has it remembered
+    by its pre events, for its other events.
+    """
+    if not remember:
+        return event.run
+    if not event.run:
+        return _note(book, "take_note", session_key, RUN_NOTE, now, keep=True)
+    if event.kind == "before":
+        known = _note(book, "take_note", session_key, RUN_NOTE, now, keep=True)
+        if known != event.run:
+            _note(book, "put_note", session_key, RUN_NOTE, event.run, now)
+    return event.run
+
+
+def process(agent: str, event: HookEvent, guard: LoopGuard, *, remember_run: bool) -> Outcome:
+    """Run one event through the guard (see the module docstring); never raises.
+
+    Args:
+        agent: the agent's name, the first part of every session key (sessions of two
+            agents never mix).
+        event: the parsed host event.
+        guard: the guard (its store is shared by every hook process).
+        remember_run: keep the session's run id in a note (see :func:`_run_of`).
+    """
+    session_key = _session_key(agent, event)
+    if session_key is None or event.kind == "ignore":
+        return IGNORED
+    try:
+        return _process(agent, session_key, event, guard, remember_run)
+    except Exception as exc:
+        logger.warning(
+            "hook %s %s failed: %s: %s", agent, event.name, type(exc).__name__, exc, exc_info=True
+        )
+        return IGNORED
+
+
+def _process(
+    agent: str, session_key: str, event: HookEvent, guard: LoopGuard, remember_run: bool
+) -> Outcome:
+    from loopwatch.detectors.compaction import PostCompactionLoopPersistedError
+
+    book = notes_for(guard.store)
+    now = time.time()
+    run = _run_of(book, session_key, event, now, remember_run)
+    common: dict[str, Any] = {
+        "session_key": session_key,
+        "run_id": run,
+        "tool_call_id": event.call_id,
+    }
+    if event.kind == "compaction":
+        guard.compaction_retry(session_key=session_key, run_id=run)
+        return IGNORED
+    if not event.tool:
+        return IGNORED
+    if event.kind == "before":
+        decision = guard.before_call(event.tool, event.params, **common)
+        if decision.tool_result is not None:
+            guard.after_call(event.tool, event.params, result=decision.tool_result, **common)
+            return Outcome(block=decision.verdict.message or FALLBACK_BLOCK_REASON)
+        message = decision.verdict.message
+        if decision.action == "warn" and decision.emitted and message:
+            _note(book, "put_note", session_key, _warning_key(event), message, now)
+        return IGNORED
+    # after: record what the tool really returned, then bring the call's warning.
+    end_run = None
+    try:
+        guard.after_call(event.tool, event.params, result=event.result, error=event.error, **common)
+    except PostCompactionLoopPersistedError as exc:
+        end_run = exc.message
+    warning = _note(book, "take_note", session_key, _warning_key(event), now)
+    return Outcome(warning=warning, end_run=end_run)
+
+
+# --- payload helpers for the agent modules ------------------------------------------------
+
+
+def text(payload: dict[str, Any], *keys: str) -> str | None:
+    """The first of ``keys`` whose value is a non-empty string."""
+    for key in keys:
+        value = payload.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+__all__ = [
+    "FALLBACK_BLOCK_REASON",
+    "IGNORED",
+    "EventKind",
+    "HookEvent",
+    "HookResult",
+    "MemoryNotes",
+    "NoteBook",
+    "Outcome",
+    "notes_for",
+    "process",
+    "text",
+]

@@ -1,0 +1,70 @@
+"""Codex CLI hooks (``loopwatch hook codex``).
+
+Contract (openai/codex ``codex-rs/hooks/schema/generated/*.schema.json`` and
+``codex-rs/hooks/src/engine/output_parser.rs``): stdin carries ``session_id``, ``turn_id``
+(every event: the run), ``hook_event_name``, ``tool_name``, ``tool_input``,
+``tool_use_id``; ``PostToolUse`` adds ``tool_response``. There is no failure event: a
+failed command is a ``tool_response`` like any other, and the outcome hashing reads its
+exit status.
+
+Answers: ``PreToolUse`` may only deny, with a non-empty reason (``ask``, a bare
+``allow`` and ``continue: false`` are rejected, which lets the call run), so an allow is
+an empty stdout. Warnings go to the model as ``additionalContext`` of ``PostToolUse``,
+and ``PostToolUse`` is where a turn ends (``continue: false`` + ``stopReason``).
+New hooks run only once the user trusted them in ``/hooks``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final
+
+from loopwatch.core._undefined import UNDEFINED
+from loopwatch.hooks._core import HookEvent, HookResult, Outcome, text
+
+AGENT: Final = "codex"
+REMEMBER_RUN: Final = False  # turn_id comes with every event
+FAIL_OPEN: Final = HookResult("", 0)
+
+_KINDS: Final = {
+    "PreToolUse": "before",
+    "PostToolUse": "after",
+    "PreCompact": "compaction",
+    "PostCompact": "compaction",
+}
+
+
+def parse(payload: dict[str, Any]) -> HookEvent:
+    """The event in a Codex hook payload (``ignore`` for events loopwatch skips)."""
+    name = text(payload, "hook_event_name") or ""
+    return HookEvent(
+        kind=_KINDS.get(name, "ignore"),  # type: ignore[arg-type]
+        name=name,
+        session=text(payload, "session_id"),
+        run=text(payload, "turn_id"),
+        tool=text(payload, "tool_name"),
+        params=payload.get("tool_input"),
+        call_id=text(payload, "tool_use_id"),
+        result=payload.get("tool_response") if name == "PostToolUse" else UNDEFINED,
+    )
+
+
+def render(event: HookEvent, outcome: Outcome) -> HookResult:
+    """The answer Codex reads."""
+    if event.kind == "before" and outcome.block:
+        answer: dict[str, Any] = {
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "deny",
+                "permissionDecisionReason": outcome.block,
+            }
+        }
+        return HookResult(json.dumps(answer), 0)
+    if event.kind != "after" or not (outcome.warning or outcome.end_run):
+        return FAIL_OPEN
+    context = "\n\n".join(m for m in (outcome.warning, outcome.end_run) if m)
+    answer = {"hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": context}}
+    if outcome.end_run:
+        answer["continue"] = False
+        answer["stopReason"] = outcome.end_run
+    return HookResult(json.dumps(answer), 0)

@@ -1,0 +1,71 @@
+"""Cursor hooks (``loopwatch hook cursor``).
+
+Contract (cursor.com/docs/hooks; not verified in source, Cursor's is closed): stdin
+carries ``conversation_id`` (the session), ``generation_id`` (the run: one answer to
+one prompt), ``hook_event_name``; ``preToolUse`` adds ``tool_name``, ``tool_input`` and
+the call's id (``tool_use_id``); ``postToolUse`` adds the output (``tool_output``, read
+also as ``tool_response`` / ``result_json``); ``postToolUseFailure`` the error
+(``error_message`` or ``error``); ``preCompact`` arms the guard.
+
+Answers: ``{"permission": "deny", "user_message": ..., "agent_message": ...}`` blocks;
+a warning is ``additional_context`` of the post event. Cursor has no documented way for a
+post hook to end the run, so the abort message goes to the model the same way. Cursor
+treats invalid JSON from a permission hook as a block, so loopwatch always prints JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final
+
+from loopwatch.core._undefined import UNDEFINED
+from loopwatch.hooks._core import HookEvent, HookResult, Outcome, text
+
+AGENT: Final = "cursor"
+REMEMBER_RUN: Final = False
+FAIL_OPEN: Final = HookResult("{}", 0)
+
+_KINDS: Final = {
+    "preToolUse": "before",
+    "postToolUse": "after",
+    "postToolUseFailure": "after",
+    "preCompact": "compaction",
+}
+_RESULT_KEYS: Final = ("tool_output", "tool_response", "result_json", "output", "result")
+
+
+def parse(payload: dict[str, Any]) -> HookEvent:
+    """The event in a Cursor hook payload (``ignore`` for events loopwatch skips)."""
+    name = text(payload, "hook_event_name") or ""
+    result: object = UNDEFINED
+    error: object = UNDEFINED
+    if name == "postToolUse":
+        result = next((payload[k] for k in _RESULT_KEYS if k in payload), UNDEFINED)
+    elif name == "postToolUseFailure":
+        error = text(payload, "error_message", "error") or payload.get("error") or "tool failed"
+    return HookEvent(
+        kind=_KINDS.get(name, "ignore"),  # type: ignore[arg-type]
+        name=name,
+        session=text(payload, "conversation_id", "session_id"),
+        run=text(payload, "generation_id"),
+        tool=text(payload, "tool_name"),
+        params=payload.get("tool_input"),
+        call_id=text(payload, "tool_use_id", "tool_call_id"),
+        result=result,
+        error=error,
+    )
+
+
+def render(event: HookEvent, outcome: Outcome) -> HookResult:
+    """The answer Cursor reads."""
+    if event.kind == "before" and outcome.block:
+        answer = {
+            "permission": "deny",
+            "user_message": outcome.block,
+            "agent_message": outcome.block,
+        }
+        return HookResult(json.dumps(answer), 0)
+    if event.kind != "after" or not (outcome.warning or outcome.end_run):
+        return FAIL_OPEN
+    context = "\n\n".join(m for m in (outcome.warning, outcome.end_run) if m)
+    return HookResult(json.dumps({"additional_context": context}), 0)

@@ -1,0 +1,75 @@
+"""Gemini CLI hooks (``loopwatch hook gemini``).
+
+Contract (google-gemini/gemini-cli ``packages/core/src/hooks/types.ts``, ``hookRunner.ts``
+and ``docs/hooks/reference.md``): stdin carries ``session_id``, ``hook_event_name``,
+``timestamp``; ``BeforeTool`` adds ``tool_name`` and ``tool_input``; ``AfterTool`` adds
+``tool_response`` (``{llmContent, returnDisplay, error?}``). There is no turn id: the
+session is the run. ``PreCompress`` is advisory (it cannot block) and arms the guard.
+
+Answers: ``{"decision": "deny", "reason": ...}`` blocks (the reason reaches the model as
+the tool's error); ``hookSpecificOutput.additionalContext`` of ``AfterTool`` is appended
+to the result; ``continue: false`` ends the agent loop. Any exit code but 0 and 1 blocks
+the call, so loopwatch always exits 0, with ``{}`` when it has nothing to say.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final
+
+from loopwatch.core._undefined import UNDEFINED
+from loopwatch.hooks._core import HookEvent, HookResult, Outcome, text
+
+AGENT: Final = "gemini"
+REMEMBER_RUN: Final = False
+FAIL_OPEN: Final = HookResult("{}", 0)
+
+_KINDS: Final = {"BeforeTool": "before", "AfterTool": "after", "PreCompress": "compaction"}
+
+
+def _outcome(response: object) -> tuple[object, object]:
+    """``(result, error)`` of a ``tool_response``: what the model reads, or its error."""
+    if not isinstance(response, dict):
+        return response, UNDEFINED
+    error = response.get("error")
+    if error:
+        message = error.get("message") if isinstance(error, dict) else None
+        return UNDEFINED, message or error
+    if "llmContent" in response:
+        return response["llmContent"], UNDEFINED
+    return response, UNDEFINED
+
+
+def parse(payload: dict[str, Any]) -> HookEvent:
+    """The event in a Gemini CLI hook payload (``ignore`` for events loopwatch skips)."""
+    name = text(payload, "hook_event_name") or ""
+    result: object = UNDEFINED
+    error: object = UNDEFINED
+    if name == "AfterTool":
+        result, error = _outcome(payload.get("tool_response"))
+    return HookEvent(
+        kind=_KINDS.get(name, "ignore"),  # type: ignore[arg-type]
+        name=name,
+        session=text(payload, "session_id"),
+        tool=text(payload, "tool_name"),
+        params=payload.get("tool_input"),
+        call_id=text(payload, "tool_use_id", "tool_call_id"),
+        result=result,
+        error=error,
+    )
+
+
+def render(event: HookEvent, outcome: Outcome) -> HookResult:
+    """The answer Gemini CLI reads."""
+    if event.kind == "before" and outcome.block:
+        return HookResult(json.dumps({"decision": "deny", "reason": outcome.block}), 0)
+    if event.kind != "after" or not (outcome.warning or outcome.end_run):
+        return FAIL_OPEN
+    context = "\n\n".join(m for m in (outcome.warning, outcome.end_run) if m)
+    answer: dict[str, Any] = {
+        "hookSpecificOutput": {"hookEventName": "AfterTool", "additionalContext": context}
+    }
+    if outcome.end_run:
+        answer["continue"] = False
+        answer["stopReason"] = outcome.end_run
+    return HookResult(json.dumps(answer), 0)

@@ -1,0 +1,80 @@
+"""OpenCode (``loopwatch hook opencode``), called by the plugin ``loopwatch install
+opencode`` writes.
+
+OpenCode has no command hooks: plugins get ``tool.execute.before(input, output)`` with
+``input = {tool, sessionID, callID}``, ``output = {args}`` (throwing blocks the call, and
+the error text goes to the model as the tool's error), ``tool.execute.after(input,
+output)`` with ``output = {title, output, metadata}`` (the plugin may append to
+``output.output``), and ``experimental.session.compacting`` (anomalyco/opencode
+``packages/plugin/src/index.ts``). The plugin sends loopwatch one JSON object per event:
+
+``{"event": "tool.execute.before" | "tool.execute.after" |
+"experimental.session.compacting" | "session.compacted", "input": {...}, "output":
+{...}}`` — the hook's own two arguments; ``error`` beside them reports a failed tool.
+Releases whose ``tool.execute.after`` input has no ``args`` need the plugin to send the
+call's arguments (kept by ``callID`` from its ``before``) as ``args`` beside them: the
+outcome is matched to its call by the arguments' digest.
+
+It reads back ``{"action": "allow" | "block" | "abort", "message": ..., "warning":
+...}``: ``block`` (before): throw ``message``; ``warning`` (after): append it to the
+tool's output; ``abort`` (after): the loop survived a compaction, stop the session.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final
+
+from loopwatch.core._undefined import UNDEFINED
+from loopwatch.hooks._core import HookEvent, HookResult, Outcome, text
+
+AGENT: Final = "opencode"
+REMEMBER_RUN: Final = False
+FAIL_OPEN: Final = HookResult('{"action": "allow"}', 0)
+
+_KINDS: Final = {
+    "tool.execute.before": "before",
+    "tool.execute.after": "after",
+    "experimental.session.compacting": "compaction",
+    "session.compacted": "compaction",
+}
+
+
+def parse(payload: dict[str, Any]) -> HookEvent:
+    """The event the plugin forwarded (``ignore`` for events loopwatch skips)."""
+    name = text(payload, "event", "hook_event_name") or ""
+    given = payload.get("input")
+    data: dict[str, Any] = given if isinstance(given, dict) else payload
+    output = payload.get("output")
+    output = output if isinstance(output, dict) else {}
+    params = data.get("args", payload.get("args", output.get("args")))
+    result: object = UNDEFINED
+    error: object = UNDEFINED
+    if name == "tool.execute.after":
+        if payload.get("error"):
+            error = payload["error"]
+        else:
+            result = output.get("output", UNDEFINED)
+    return HookEvent(
+        kind=_KINDS.get(name, "ignore"),  # type: ignore[arg-type]
+        name=name,
+        session=text(data, "sessionID", "session_id"),
+        tool=text(data, "tool"),
+        params=params,
+        call_id=text(data, "callID", "call_id"),
+        result=result,
+        error=error,
+    )
+
+
+def render(event: HookEvent, outcome: Outcome) -> HookResult:
+    """The answer the plugin reads."""
+    answer: dict[str, Any] = {"action": "allow"}
+    if event.kind == "before" and outcome.block:
+        answer = {"action": "block", "message": outcome.block}
+    elif event.kind == "after":
+        if outcome.end_run:
+            answer = {"action": "abort", "message": outcome.end_run}
+        if outcome.warning:
+            answer["warning"] = outcome.warning
+    return HookResult(json.dumps(answer), 0)
