@@ -57,20 +57,26 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 from typing_extensions import NotRequired
 
-from loopwatch.adapter import (
+from loopwatch.calls import ToolCall
+from loopwatch.guard import LoopGuard
+from loopwatch.integrations._guarded import (
+    Admissions,
+    aguarded_call,
+    arecord_unknown,
+    guarded_call,
+    record_unknown,
+    stream_stopped,
+)
+from loopwatch.integrations._sessions import SessionCache, StreamGuards
+from loopwatch.integrations._shared import (
     AdapterOptions,
     OnCritical,
     Outcome,
-    SessionCache,
-    StreamGuards,
-    ToolCall,
-    aguarded_call,
     append_warning,
-    guarded_call,
     render_for_model,
+    resolve_id,
     unknown_tool_error,
 )
-from loopwatch.guard import LoopGuard
 
 #: State keys the middleware adds: the fallback session (kept with the thread) and the id
 #: of the current invocation (rewritten by every invocation).
@@ -163,6 +169,11 @@ class _ToolMessages:
         messages = [warned if m is target else m for m in answer.update["messages"]]
         return dataclasses.replace(answer, update={**answer.update, "messages": messages})
 
+    def failed(self, error: Exception, warning: str) -> Exception:
+        """The error itself: a tool error ``ToolNode`` does not turn into an error
+        ``ToolMessage`` (those get the warning in :meth:`add_warning`) ends the run."""
+        return error
+
 
 def _allowed_tools(tools: Sequence[BaseTool | dict[str, Any]]) -> list[str]:
     names: list[str] = []
@@ -187,6 +198,20 @@ def _latest_summary_id(messages: Sequence[AnyMessage]) -> str | None:
         ):
             return message.id or render_for_model(message.content)
     return None
+
+
+@dataclasses.dataclass
+class _Turn:
+    """What screening one model answer found: calls to decide or record after it."""
+
+    session: object
+    run: object
+    #: The calls of each assistant message that goes on to the tool node.
+    batches: list[list[ToolCall]] = dataclasses.field(default_factory=list)
+    #: Calls of missing tools in messages the stream guard replaced.
+    unknown: list[ToolCall] = dataclasses.field(default_factory=list)
+    #: The texts that replaced those messages.
+    stopped: list[str] = dataclasses.field(default_factory=list)
 
 
 class LoopGuardMiddleware(AgentMiddleware[LoopwatchState, Any, Any]):
@@ -223,21 +248,17 @@ class LoopGuardMiddleware(AgentMiddleware[LoopwatchState, Any, Any]):
         self._session_key = session_key
         self._streams = StreamGuards(guard, max_sessions=max_sessions)
         self._summaries: SessionCache[str] = SessionCache(max_sessions)
+        self._admissions = Admissions(max_sessions)
 
     # --- sessions and runs -----------------------------------------------------------------
 
     def _ids(self, request: ToolCallRequest | ModelRequest[Any]) -> tuple[object, object]:
         state = request.state if isinstance(request.state, dict) else {}
         info = request.runtime.execution_info if request.runtime is not None else None
-        source = self._session_key
-        if callable(source):
-            session: object = source(request)
-        elif source is not None:
-            session = source
-        elif info is not None and info.thread_id:
-            session = info.thread_id
-        else:
-            session = state.get(SESSION_STATE_KEY)
+        thread = info.thread_id if info is not None and info.thread_id else None
+        session = resolve_id(
+            self._session_key, request, default=thread or state.get(SESSION_STATE_KEY)
+        )
         run = info.run_id if info is not None and info.run_id else state.get(RUN_STATE_KEY)
         return session, run
 
@@ -259,10 +280,8 @@ class LoopGuardMiddleware(AgentMiddleware[LoopwatchState, Any, Any]):
 
     # --- tool calls --------------------------------------------------------------------------
 
-    def _prepare(self, request: ToolCallRequest) -> tuple[ToolCall, _ToolMessages]:
-        call = request.tool_call
-        session, run = self._ids(request)
-        tc = ToolCall(
+    def _call(self, call: Any, session: object, run: object) -> ToolCall:
+        return ToolCall(
             self.guard,
             call["name"],
             call.get("args", {}),
@@ -272,6 +291,11 @@ class LoopGuardMiddleware(AgentMiddleware[LoopwatchState, Any, Any]):
             agent_id=self.agent_id,
             options=self.options,
         )
+
+    def _prepare(self, request: ToolCallRequest) -> tuple[ToolCall, _ToolMessages]:
+        call = request.tool_call
+        session, run = self._ids(request)
+        tc = self._admissions.take(self._call(call, session, run))
         return tc, _ToolMessages(call["name"], call.get("id"), unknown=request.tool is None)
 
     def wrap_tool_call(
@@ -305,35 +329,51 @@ class LoopGuardMiddleware(AgentMiddleware[LoopwatchState, Any, Any]):
         return True
 
     def _screen_message(
-        self, message: BaseMessage, request: ModelRequest[Any], session: object
+        self, message: BaseMessage, request: ModelRequest[Any], turn: _Turn
     ) -> BaseMessage:
         if not isinstance(message, AIMessage):
             return message
+        allowed = _allowed_tools(request.tools)
         names: list[object] = [call.get("name") for call in message.tool_calls]
         names += [call.get("name") for call in message.invalid_tool_calls]
-        text = self._streams.observe(
-            session, names, _allowed_tools(request.tools), agent_id=self.agent_id
-        )
+        text = self._streams.observe(turn.session, names, allowed, agent_id=self.agent_id)
         if text is None:
+            turn.batches.append([self._call(c, turn.session, turn.run) for c in message.tool_calls])
             return message
+        # The replaced message's calls never reach the tool node: decide and record the
+        # missing tools' calls here, so the guard's block, its events and end_run happen.
+        known = set(allowed)
+        turn.unknown += [
+            self._call(c, turn.session, turn.run)
+            for c in message.tool_calls
+            if c.get("name") not in known
+        ]
+        turn.stopped.append(text)
         return AIMessage(content=text, id=message.id, name=message.name)
 
     def _screen(
-        self, response: ModelAnswer, request: ModelRequest[Any], session: object
+        self, response: ModelAnswer, request: ModelRequest[Any], turn: _Turn
     ) -> ModelAnswer:
         """Run the stream guard over the model's answer (SPEC §5.7)."""
         if isinstance(response, AIMessage):
-            screened = self._screen_message(response, request, session)
+            screened = self._screen_message(response, request, turn)
             return screened if isinstance(screened, AIMessage) else response
         if isinstance(response, ExtendedModelResponse):
-            inner = self._screen(response.model_response, request, session)
+            inner = self._screen(response.model_response, request, turn)
             if isinstance(inner, ModelResponse) and inner is not response.model_response:
                 return dataclasses.replace(response, model_response=inner)
             return response
-        result = [self._screen_message(m, request, session) for m in response.result]
+        result = [self._screen_message(m, request, turn) for m in response.result]
         if all(new is old for new, old in zip(result, response.result, strict=True)):
             return response
         return dataclasses.replace(response, result=result)
+
+    def _stopped(self, turn: _Turn) -> None:
+        name, count = self._streams.streak(turn.session)
+        for text in turn.stopped:
+            stream_stopped(
+                text, name=name or "", count=count, session_key=turn.session, options=self.options
+            )
 
     def wrap_model_call(
         self,
@@ -344,7 +384,14 @@ class LoopGuardMiddleware(AgentMiddleware[LoopwatchState, Any, Any]):
         session, run = self._ids(request)
         if self._new_summary(request, session):
             self.guard.compaction_retry(session_key=session, run_id=run, agent_id=self.agent_id)
-        return self._screen(handler(request), request, session)
+        turn = _Turn(session, run)
+        answer = self._screen(handler(request), request, turn)
+        for tc in turn.unknown:
+            record_unknown(tc, unknown_tool_error(tc.tool_name))
+        self._stopped(turn)
+        for batch in turn.batches:
+            self._admissions.admit(self.guard, batch)
+        return answer
 
     async def awrap_model_call(
         self,
@@ -357,7 +404,14 @@ class LoopGuardMiddleware(AgentMiddleware[LoopwatchState, Any, Any]):
             await self.guard.acompaction_retry(
                 session_key=session, run_id=run, agent_id=self.agent_id
             )
-        return self._screen(await handler(request), request, session)
+        turn = _Turn(session, run)
+        answer = self._screen(await handler(request), request, turn)
+        for tc in turn.unknown:
+            await arecord_unknown(tc, unknown_tool_error(tc.tool_name))
+        self._stopped(turn)
+        for batch in turn.batches:
+            await self._admissions.aadmit(self.guard, batch)
+        return answer
 
 
 __all__ = ["RUN_STATE_KEY", "SESSION_STATE_KEY", "LoopGuardMiddleware", "LoopwatchState"]
