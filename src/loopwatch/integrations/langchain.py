@@ -30,8 +30,18 @@ private state keys (``loopwatch_session``, ``loopwatch_run``) that the middlewar
 the agent's state. Pass ``session_key=`` (a string or a callable taking the request) to
 choose the session yourself.
 
+Parallel tool calls: the calls of one model message are admitted together in
+``wrap_model_call`` (``guard.before_batch``, when the guard has it): identical calls of
+one turn count as the repeats they are, and one critical blocks them all. When the stream
+guard replaces a message, its calls of missing tools are decided and recorded there (they
+never reach the tool node), so the guard's block is evented and ends the run under
+``end_run``. A ``guard.tool`` function used as a tool of the agent, with the same guard and
+session, passes its calls through: each call is guarded and recorded once.
+
 ``on_critical="end_run"`` raises :class:`~loopwatch.LoopDetectedError` out of
 ``invoke``; so does :class:`~loopwatch.PostCompactionLoopPersistedError` in every mode.
+``on_critical="recover"`` answers the first critical of a run with a recovery message and
+raises at the second.
 (A ``ToolNode`` configured with ``handle_tool_errors=True`` would turn them into tool
 messages; ``create_agent``'s default lets them through.)
 """
@@ -224,8 +234,9 @@ class LoopGuardMiddleware(AgentMiddleware[LoopwatchState, Any, Any]):
             ``.runtime``). Default: the thread id, else one session per invocation.
         agent_id: the agent, for ``openclaw_config`` per-agent blocks.
         warn_model: append an emitted warning to the tool message the model sees.
-        on_critical: ``"block_call"`` (an error ``ToolMessage``; the run goes on) or
-            ``"end_run"`` (``invoke`` raises :class:`~loopwatch.LoopDetectedError`).
+        on_critical: ``"block_call"`` (an error ``ToolMessage``; the run goes on),
+            ``"end_run"`` (``invoke`` raises :class:`~loopwatch.LoopDetectedError`) or
+            ``"recover"`` (a recovery message first, the error at the second critical).
         max_sessions: how many conversations' stream-guard state to keep.
     """
 

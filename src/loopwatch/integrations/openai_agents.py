@@ -32,18 +32,39 @@ guard is skipped (it logs ``tool loop detection skipped: no session key`` once).
 is the trace id when there is a real trace. Pass ``session_key=`` / ``run_id=`` (strings
 or callables taking the ``ToolContext``) to choose yourself.
 
-Not covered, by the SDK's design: calls of unknown tools (the SDK ends the run with
-``ModelBehaviorError``, or answers them itself under ``tool_not_found_behavior=
-"return_error_to_model"`` without any hook), tools of hosted MCP servers and of handoff
-targets (guard those agents too), and errors a tool raised, which reach the output
-guardrail as the error text the model reads and are recorded as that result. The SDK
-has no compaction hook for tools: when you compact a session (for example
-``OpenAIResponsesCompactionSession.run_compaction``) and run again, call
-``guard.compaction_retry(session_key=..., run_id=...)``.
+A raised error is recorded as the error (SPEC §11.1): the guarded copy's failure policy
+answers the model exactly as the tool's own does, and hands the exception to the output
+guardrail. An emitted warning is appended to the error text the model reads.
+
+:func:`guard_agent` also adds an ``on_llm_end`` agent hook (around the agent's own hooks),
+which sees each model response before its tools run: the function calls of one response
+are admitted together (``guard.before_batch``, when the guard has it: identical calls of
+one turn count as the repeats they are), and calls of tools the agent does not have are
+recorded as failed calls, so a model stuck on a missing tool is blocked (evented, and
+ending the run under ``end_run``). The SDK itself ends the run at the first missing tool
+unless ``RunConfig(tool_not_found_behavior="return_error_to_model")``; it then answers
+such calls itself, so under ``block_call`` the model keeps reading the SDK's "not found"
+text. The hook needs a session it can see outside a tool call: a ``session_key=`` string,
+the trace's ``group_id``, or a trace id (with tracing off and only ``RunConfig.group_id``,
+the hook does nothing and each call is decided alone).
+
+A ``guard.tool`` function used as a function tool of the guarded agent, with the same
+guard and session, passes its calls through: they are guarded and recorded once.
+``on_critical="recover"`` rejects the first critical of a run with a recovery message and
+ends the run (``LoopDetectedRunError``) at the second.
+
+Not covered, by the SDK's design: tools of hosted MCP servers and of handoff targets
+(guard those agents too). The SDK has no compaction hook for tools: when you compact a
+session (for example ``OpenAIResponsesCompactionSession.run_compaction``) and run again,
+call ``guard.compaction_retry(session_key=..., run_id=...)``. The guarded copy's failure
+policy is no longer the SDK's *default* one, so ``RunConfig.tool_error_formatter`` is
+asked by loopwatch (same arguments) and the SDK's output-schema bypass for its own error
+texts does not apply to tools with an ``output_json_schema``.
 """
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import inspect
 import json
@@ -87,6 +108,7 @@ from loopwatch.integrations._shared import (
     Outcome,
     append_warning,
     enter_guarding,
+    leave_guarding,
     render_for_model,
     resolve_id,
     unknown_tool_error,
@@ -198,8 +220,9 @@ class LoopGuardrails:
         run_id: the agent run, likewise (default: the trace id, when tracing is on).
         agent_id: the agent, for ``openclaw_config`` per-agent blocks.
         warn_model: append an emitted warning to the output the model reads.
-        on_critical: ``"block_call"`` (reject the call with the message; the run goes on)
-            or ``"end_run"`` (raise :class:`LoopDetectedRunError` out of ``Runner.run``).
+        on_critical: ``"block_call"`` (reject the call with the message; the run goes on),
+            ``"end_run"`` (raise :class:`LoopDetectedRunError` out of ``Runner.run``) or
+            ``"recover"`` (a recovery message first, the error at the second critical).
         max_pending: how many started calls to remember until their output arrives.
     """
 
@@ -226,6 +249,7 @@ class LoopGuardrails:
         # them as the call's error (the SDK hands the guardrail only the error text).
         self._errors: SessionCache[Exception] = SessionCache(max_pending)
         self._admissions = Admissions(max_pending)
+        self._marks: SessionCache[contextvars.Token[Any]] = SessionCache(max_pending)
         self.input: ToolInputGuardrail[Any] = ToolInputGuardrail(self._before, name=GUARDRAIL_NAME)
         self.output: ToolOutputGuardrail[Any] = ToolOutputGuardrail(
             self._after, name=GUARDRAIL_NAME
@@ -277,10 +301,11 @@ class LoopGuardrails:
             )
         self._pending.put(key, tc)
         if not tc.passthrough:
-            # The SDK runs the tool in a task it creates after the input guardrails, from
-            # this task's context: a guard.tool function inside then passes the call
-            # through instead of recording it twice. The mark dies with this call's task.
-            enter_guarding(self.guard, session)
+            # The SDK runs each call in a task of its own and the tool in a task created
+            # after the input guardrails, from this one's context: a guard.tool function
+            # inside then passes the call through instead of recording it twice. The mark
+            # dies with this call's task (and is undone below where the context allows).
+            self._marks.put(key, enter_guarding(self.guard, session))
         return ToolGuardrailFunctionOutput.allow(output_info=decision)
 
     async def _after(self, data: ToolOutputGuardrailData) -> ToolGuardrailFunctionOutput:
@@ -289,6 +314,9 @@ class LoopGuardrails:
         key = self._key(session, context)
         tc = self._pending.pop(key)
         error = self._errors.pop(key)
+        mark = self._marks.pop(key)
+        if mark is not None:
+            leave_guarding(mark)
         if tc is None:
             return ToolGuardrailFunctionOutput.allow()
         shown = _shown(data.output, context)
@@ -434,7 +462,7 @@ def guard_agent(
         run_id: see :class:`LoopGuardrails`.
         agent_id: the agent, for ``openclaw_config`` per-agent blocks (default: none).
         warn_model: append an emitted warning to the output the model reads.
-        on_critical: ``"block_call"`` or ``"end_run"``.
+        on_critical: ``"block_call"``, ``"end_run"`` or ``"recover"``.
 
     Returns:
         The guarded copy (``agent.clone(tools=...)``).

@@ -30,7 +30,16 @@ of ``message_history``, or a fresh one per run) and the run is its ``run_id``. P
 yourself. If you compact the history yourself (a history processor) and run again, call
 ``guard.compaction_retry(session_key=..., run_id=...)``.
 
-``on_critical="end_run"`` raises :class:`~loopwatch.LoopDetectedError` out of ``run``;
+A failing call is recorded with its error first; an emitted warning is then appended to
+what the model reads of the failure (the retry prompt of ``ModelRetry``, the failed result
+of ``ToolFailed``). The calls of one model response are admitted together
+(``guard.before_batch``, when the guard has it), so identical parallel calls count as the
+repeats they are. A ``guard.tool`` function used as a tool of the agent, with the same
+guard and session, passes its calls through: each is guarded and recorded once.
+
+``on_critical="end_run"`` raises :class:`~loopwatch.LoopDetectedError` out of ``run``
+(also for a model stuck on a missing tool); ``"recover"`` answers the first critical of a
+run with a recovery message and raises at the second;
 :class:`~loopwatch.PostCompactionLoopPersistedError` ends the run in every mode.
 """
 
@@ -133,8 +142,9 @@ class LoopGuardCapability(AbstractCapability[Any]):
         run_id: the agent run, likewise (default: the run's ``run_id``).
         agent_id: the agent, for ``openclaw_config`` per-agent blocks.
         warn_model: append an emitted warning to what the model reads.
-        on_critical: ``"block_call"`` (a failed tool result; the run goes on) or
-            ``"end_run"`` (``run`` raises :class:`~loopwatch.LoopDetectedError`).
+        on_critical: ``"block_call"`` (a failed tool result; the run goes on),
+            ``"end_run"`` (``run`` raises :class:`~loopwatch.LoopDetectedError`) or
+            ``"recover"`` (a recovery message first, the error at the second critical).
     """
 
     guard: LoopGuard
