@@ -38,10 +38,10 @@ from loopwatch.integrations._shared import (
     Outcome,
     acritical_strike,
     append_warning,
+    claim_guarded,
     critical_strike,
     enter_guarding,
     guarding,
-    is_guarding,
     leave_guarding,
     recovery_message,
 )
@@ -178,8 +178,9 @@ class ToolCall:
 
     @property
     def passthrough(self) -> bool:
-        """True when an outer layer already guards this call (same guard and session):
-        this one neither decides nor records, and shows the outcome unchanged."""
+        """True when an outer layer already guards this call (same guard and session, the
+        first such call inside it): this one neither decides nor records, and shows the
+        outcome unchanged."""
         return self._passthrough
 
     @property
@@ -277,7 +278,7 @@ class ToolCall:
         """Check the state; the decision already known (pass-through or admitted), if any."""
         if self._state != "new":
             raise RuntimeError(f"the call of {self.tool_name!r} was already started")
-        if is_guarding(self._guard, self._ids["session_key"]):
+        if claim_guarded(self._guard, self._ids["session_key"]):
             self._passthrough = True
             return PASS_THROUGH
         return self._preset

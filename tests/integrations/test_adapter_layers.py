@@ -21,7 +21,7 @@ from loopwatch.adapter import (
     guarded_call,
     recovery_message,
 )
-from loopwatch.integrations._guarded import TextTranslator
+from loopwatch.integrations._guarded import TextTranslator, stream_stopped
 from loopwatch.integrations._shared import guarding, is_guarding
 
 S = "session-1"
@@ -81,6 +81,16 @@ def test_another_session_or_guard_is_guarded_on_its_own() -> None:
     assert len(other.history(session_key=S)) == 1
 
 
+def test_only_the_first_inner_call_passes_through() -> None:
+    # A tool that calls a guarded helper twice (or a sub-agent sharing the session): the
+    # first inner call is the outer call itself; the second is a call of its own.
+    guard = LoopGuard({"enabled": True})
+    helper = guard.tool(Runs(), session_key=S, name="helper")
+    with guard.call(TOOL, dict(ARGS), session_key=S) as c:
+        c.result([helper(**ARGS), helper(**ARGS)])
+    assert [r.tool_name for r in guard.history(session_key=S)] == [TOOL, "helper"]
+
+
 def test_the_scope_ends_with_the_call() -> None:
     guard = LoopGuard({"enabled": True})
     with guard.call(TOOL, dict(ARGS), session_key=S) as c:
@@ -102,6 +112,25 @@ def test_a_pass_through_call_records_nothing_and_shows_the_outcome() -> None:
         assert tc.finish() == RESULT
     assert tc.passthrough and tc.record is None
     assert guard.history(session_key=S) == ()
+
+
+# --- the stream guard's stop is visible -------------------------------------------------------
+
+
+def test_a_stream_stop_is_logged_and_ends_the_run_under_end_run(caplog: Any) -> None:
+    text = "replaced"
+    stream_stopped(text, name="open_file", count=11, session_key=S, options=AdapterOptions())
+    assert "open_file" in caplog.text and "11 times" in caplog.text
+    with pytest.raises(LoopDetectedError) as caught:
+        stream_stopped(
+            text,
+            name="open_file",
+            count=11,
+            session_key=S,
+            options=AdapterOptions(on_critical="end_run"),
+        )
+    assert caught.value.verdict.detector == "unknown_tool_repeat"
+    assert str(caught.value) == text
 
 
 # --- end_run is not a RuntimeError ------------------------------------------------------------

@@ -257,7 +257,22 @@ def resolve_id(source: object, *context: object, default: object = None) -> obje
 
 # --- the guarding scope --------------------------------------------------------------------------
 
-_GUARDING: contextvars.ContextVar[tuple[tuple[object, object], ...]] = contextvars.ContextVar(
+class _Scope:
+    """One call an outer layer is guarding: its guard and session, and whether an inner
+    layer has already passed it through."""
+
+    __slots__ = ("claimed", "guard", "session_key")
+
+    def __init__(self, guard: object, session_key: object) -> None:
+        self.guard = guard
+        self.session_key = session_key
+        self.claimed = False
+
+    def matches(self, guard: object, session_key: object) -> bool:
+        return self.guard is guard and self.session_key == session_key
+
+
+_GUARDING: contextvars.ContextVar[tuple[_Scope, ...]] = contextvars.ContextVar(
     "loopwatch_guarding", default=()
 )
 
@@ -268,13 +283,27 @@ def is_guarding(guard: object, session_key: object) -> bool:
     Compared by identity of the guard and equality of the session key: another guard, or
     the same guard for another conversation, is an independent history and guards on.
     """
-    return any(g is guard and s == session_key for g, s in _GUARDING.get())
+    return any(scope.matches(guard, session_key) for scope in _GUARDING.get())
+
+
+def claim_guarded(guard: object, session_key: object) -> bool:
+    """True when this call is the one an outer layer already guards: pass it through.
+
+    The first inner call on the same guard and session claims the outer call; any further
+    one inside it (a tool that calls guarded helpers several times, a sub-agent sharing
+    the session) is a call of its own and is guarded as usual.
+    """
+    for scope in reversed(_GUARDING.get()):
+        if scope.matches(guard, session_key) and not scope.claimed:
+            scope.claimed = True
+            return True
+    return False
 
 
 def enter_guarding(guard: object, session_key: object) -> contextvars.Token[Any]:
     """Mark ``(guard, session_key)`` as guarding in the current context; see
-    :func:`guarding`. Returns the token for ``_GUARDING.reset``."""
-    return _GUARDING.set((*_GUARDING.get(), (guard, session_key)))
+    :func:`guarding`. Returns the token for :func:`leave_guarding`."""
+    return _GUARDING.set((*_GUARDING.get(), _Scope(guard, session_key)))
 
 
 def leave_guarding(token: contextvars.Token[Any]) -> None:
@@ -285,7 +314,8 @@ def leave_guarding(token: contextvars.Token[Any]) -> None:
 
 @contextlib.contextmanager
 def guarding(guard: object, session_key: object) -> Iterator[None]:
-    """While the block runs, inner layers on this guard and session pass calls through.
+    """While the block runs, the first inner call on this guard and session passes
+    through (:func:`claim_guarded`).
 
     An adapter wraps the framework's "run the tool" step in this, so that a
     ``guard.tool``-decorated function (or a ``guard.call`` block) inside it does not guard
@@ -371,6 +401,7 @@ __all__ = [
     "append_warning",
     "append_warning_text",
     "batch_admission",
+    "claim_guarded",
     "critical_strike",
     "guarding",
     "is_guarding",
