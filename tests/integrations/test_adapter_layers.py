@@ -114,6 +114,31 @@ def test_a_pass_through_call_records_nothing_and_shows_the_outcome() -> None:
     assert guard.history(session_key=S) == ()
 
 
+class Paused(Exception):
+    """A framework's control-flow exception (a deferral, an interrupt)."""
+
+
+class PausingTranslator(TextTranslator):
+    def passes(self, error: Exception) -> bool:
+        return isinstance(error, Paused)
+
+
+def test_a_control_flow_exception_is_not_an_outcome() -> None:
+    guard = LoopGuard({"enabled": True})
+
+    def pause() -> str:
+        raise Paused
+
+    tc = ToolCall(guard, TOOL, dict(ARGS), session_key=S)
+    with pytest.raises(Paused):
+        guarded_call(tc, pause, PausingTranslator())
+    (record,) = guard.history(session_key=S)
+    assert record.result_hash is None  # still pending: no outcome was recorded
+    with pytest.raises(Paused):
+        guarded_call(ToolCall(guard, TOOL, {}, session_key=S), pause, TextTranslator())
+    assert guard.history(session_key=S)[-1].result_hash is not None  # a plain failure
+
+
 # --- the stream guard's stop is visible -------------------------------------------------------
 
 

@@ -69,6 +69,11 @@ class Translator(Protocol[T]):
         text), or ``error`` itself when the framework shows raised errors no other way."""
         ...
 
+    def passes(self, error: Exception) -> bool:
+        """True for a framework's control-flow exception (a deferral, an approval
+        request): not an outcome of the call, which stays pending until it really runs."""
+        ...
+
 
 class TextTranslator:
     """The translator of plain values: the answer is what the model is shown.
@@ -91,6 +96,10 @@ class TextTranslator:
     def failed(self, error: Exception, warning: str) -> Exception:
         """The error itself: the host renders exceptions its own way."""
         return error
+
+    def passes(self, error: Exception) -> bool:
+        """Every exception of a plain function is a failure."""
+        return False
 
 
 def guarded_call(tc: ToolCall, run: Callable[[], T], translator: Translator[T]) -> T:
@@ -122,6 +131,8 @@ def guarded_call(tc: ToolCall, run: Callable[[], T], translator: Translator[T]) 
         with tc.scope():
             answer = run()
     except Exception as exc:
+        if translator.passes(exc):
+            raise
         tc.error(exc)
         tc.finish()
         warning = tc.warning
@@ -148,6 +159,8 @@ async def aguarded_call(
         with tc.scope():
             answer = await run()
     except Exception as exc:
+        if translator.passes(exc):
+            raise
         tc.error(exc)
         await tc.afinish()
         warning = tc.warning

@@ -257,6 +257,7 @@ def resolve_id(source: object, *context: object, default: object = None) -> obje
 
 # --- the guarding scope --------------------------------------------------------------------------
 
+
 class _Scope:
     """One call an outer layer is guarding: its guard and session, and whether an inner
     layer has already passed it through."""

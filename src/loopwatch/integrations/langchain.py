@@ -63,6 +63,7 @@ from langchain.agents.middleware import (
 from langchain.agents.middleware.types import ExtendedModelResponse, PrivateStateAttr
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool
+from langgraph.errors import GraphInterrupt
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 from typing_extensions import NotRequired
@@ -183,6 +184,11 @@ class _ToolMessages:
         """The error itself: a tool error ``ToolNode`` does not turn into an error
         ``ToolMessage`` (those get the warning in :meth:`add_warning`) ends the run."""
         return error
+
+    def passes(self, error: Exception) -> bool:
+        """LangGraph's ``interrupt()`` (human in the loop) pauses the call; it runs again
+        on resume."""
+        return isinstance(error, GraphInterrupt)
 
 
 def _allowed_tools(tools: Sequence[BaseTool | dict[str, Any]]) -> list[str]:

@@ -52,7 +52,12 @@ from typing import Any, Final, NoReturn, TypeAlias
 
 from pydantic_ai import ModelRetry, RunContext, ToolFailed, ToolReturn
 from pydantic_ai.capabilities import AbstractCapability
-from pydantic_ai.exceptions import ToolFailedError, ToolRetryError
+from pydantic_ai.exceptions import (
+    ApprovalRequired,
+    CallDeferred,
+    ToolFailedError,
+    ToolRetryError,
+)
 from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.tools import ToolDefinition
@@ -126,6 +131,10 @@ class _ToolResults:
         if isinstance(error, ToolFailed):
             return ToolFailed(append_warning_text(error.message, warning))
         return error
+
+    def passes(self, error: Exception) -> bool:
+        """A deferred call or one awaiting approval has no outcome yet."""
+        return isinstance(error, (CallDeferred, ApprovalRequired))
 
 
 _RESULTS: Final = _ToolResults()
