@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import threading
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Literal
@@ -74,10 +75,18 @@ class Batch:
     batch blocked: the first blocked call takes the strike, the others share its number.
     """
 
-    __slots__ = ("strike",)
+    __slots__ = ("_claimed", "_lock", "strike")
 
     def __init__(self) -> None:
         self.strike: int | None = None
+        self._claimed = False
+        self._lock = threading.Lock()
+
+    def claim(self) -> bool:
+        """True for the one call that takes the turn's strike (calls may run in threads)."""
+        with self._lock:
+            first, self._claimed = not self._claimed, True
+            return first
 
 
 _State = Literal["new", "started", "reported", "done"]
@@ -290,9 +299,11 @@ class ToolCall:
         return decision.tool_result is not None and not self._passthrough
 
     def _needs_strike(self) -> bool:
+        """True when this block must record a critical strike (``"recover"``): once per
+        call, or once per admitted turn."""
         if self.options.on_critical != "recover":
             return False
-        return self._batch is None or self._batch.strike is None
+        return self._batch is None or self._batch.claim()
 
     def _after_block(self, strike: int | None) -> None:
         """Apply ``on_critical`` to an enforced block (SPEC §11.4, issue 15's recovery)."""
@@ -300,10 +311,12 @@ class ToolCall:
         mode = self.options.on_critical
         if mode == "recover":
             if self._batch is not None:
-                # One assistant turn is one strike, however many of its calls it blocks.
-                if self._batch.strike is None:
+                # One assistant turn is one strike, however many of its calls it blocks:
+                # the claimant records it, the others share its number (or, still being
+                # recorded by a concurrent call, count as a first strike).
+                if strike is not None:
                     self._batch.strike = strike
-                strike = self._batch.strike
+                strike = self._batch.strike or 1
             if strike is not None and strike >= 2:
                 self._shown = self.message
                 raise LoopDetectedError(self.decision.verdict)

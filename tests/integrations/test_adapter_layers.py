@@ -282,6 +282,12 @@ def test_a_blocked_turn_is_one_strike_under_recover() -> None:
         for tc in _turn(guard, 5, options=options)
     ]
     assert shown == [recovery_message(BATCH_BLOCKED)] * 5
+    # The next blocked turn is the run's second strike: it ends the run.
+    admissions.admit(guard, _turn(guard, 5, options=options))
+    with pytest.raises(LoopDetectedError):
+        guarded_call(
+            admissions.take(_turn(guard, 1, options=options)[0]), lambda: RESULT, TextTranslator()
+        )
 
 
 def test_without_before_batch_each_call_is_decided_alone() -> None:
