@@ -63,16 +63,28 @@ class Translator(Protocol[T]):
         """``answer`` with an emitted warning appended (SPEC §11.2)."""
         ...
 
-    def failed(self, error: Exception, warning: str) -> Exception:
-        """The exception to raise for a failed call whose attempt emitted a warning: one
-        the framework shows the model with the warning appended (a retry prompt, an error
-        text), or ``error`` itself when the framework shows raised errors no other way."""
-        ...
 
-    def passes(self, error: Exception) -> bool:
-        """True for a framework's control-flow exception (a deferral, an approval
-        request): not an outcome of the call, which stays pending until it really runs."""
-        ...
+# A translator may also have two optional methods (looked up with getattr, so translators
+# written before them keep working):
+#
+# * ``failed(error, warning) -> Exception``: the exception to raise for a failed call whose
+#   attempt emitted a warning, one the framework shows the model with the warning appended
+#   (a retry prompt, an error text); without it, or when it returns ``error``, the error
+#   is raised unchanged;
+# * ``passes(error) -> bool``: True for a framework's control-flow exception (a deferral,
+#   an approval request, an interrupt), which is not an outcome of the call: the call
+#   stays pending until it really runs.
+
+
+def _passes(translator: object, error: Exception) -> bool:
+    passes = getattr(translator, "passes", None)
+    return bool(passes(error)) if passes is not None else False
+
+
+def _failed(translator: object, error: Exception, warning: str) -> Exception:
+    failed = getattr(translator, "failed", None)
+    shown = failed(error, warning) if failed is not None else error
+    return shown if isinstance(shown, Exception) else error
 
 
 class TextTranslator:
@@ -131,14 +143,14 @@ def guarded_call(tc: ToolCall, run: Callable[[], T], translator: Translator[T]) 
         with tc.scope():
             answer = run()
     except Exception as exc:
-        if translator.passes(exc):
+        if _passes(translator, exc):
             raise
         tc.error(exc)
         tc.finish()
         warning = tc.warning
         if warning is None:
             raise
-        shown = translator.failed(exc, warning)
+        shown = _failed(translator, exc, warning)
         if shown is exc:
             raise
         raise shown from exc
@@ -159,14 +171,14 @@ async def aguarded_call(
         with tc.scope():
             answer = await run()
     except Exception as exc:
-        if translator.passes(exc):
+        if _passes(translator, exc):
             raise
         tc.error(exc)
         await tc.afinish()
         warning = tc.warning
         if warning is None:
             raise
-        shown = translator.failed(exc, warning)
+        shown = _failed(translator, exc, warning)
         if shown is exc:
             raise
         raise shown from exc
