@@ -30,8 +30,18 @@ private state keys (``loopwatch_session``, ``loopwatch_run``) that the middlewar
 the agent's state. Pass ``session_key=`` (a string or a callable taking the request) to
 choose the session yourself.
 
+Parallel tool calls: the calls of one model message are admitted together in
+``wrap_model_call`` (``guard.before_batch``, when the guard has it): identical calls of
+one turn count as the repeats they are, and one critical blocks them all. When the stream
+guard replaces a message, its calls of missing tools are decided and recorded there (they
+never reach the tool node), so the guard's block is evented and ends the run under
+``end_run``. A ``guard.tool`` function used as a tool of the agent, with the same guard and
+session, passes its calls through: each call is guarded and recorded once.
+
 ``on_critical="end_run"`` raises :class:`~loopwatch.LoopDetectedError` out of
 ``invoke``; so does :class:`~loopwatch.PostCompactionLoopPersistedError` in every mode.
+``on_critical="recover"`` answers the first critical of a run with a recovery message and
+raises at the second.
 (A ``ToolNode`` configured with ``handle_tool_errors=True`` would turn them into tool
 messages; ``create_agent``'s default lets them through.)
 """
@@ -53,24 +63,31 @@ from langchain.agents.middleware import (
 from langchain.agents.middleware.types import ExtendedModelResponse, PrivateStateAttr
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool
+from langgraph.errors import GraphInterrupt
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 from typing_extensions import NotRequired
 
-from loopwatch.adapter import (
+from loopwatch.calls import ToolCall
+from loopwatch.guard import LoopGuard
+from loopwatch.integrations._guarded import (
+    Admissions,
+    aguarded_call,
+    arecord_unknown,
+    guarded_call,
+    record_unknown,
+    stream_stopped,
+)
+from loopwatch.integrations._sessions import SessionCache, StreamGuards
+from loopwatch.integrations._shared import (
     AdapterOptions,
     OnCritical,
     Outcome,
-    SessionCache,
-    StreamGuards,
-    ToolCall,
-    aguarded_call,
     append_warning,
-    guarded_call,
     render_for_model,
+    resolve_id,
     unknown_tool_error,
 )
-from loopwatch.guard import LoopGuard
 
 #: State keys the middleware adds: the fallback session (kept with the thread) and the id
 #: of the current invocation (rewritten by every invocation).
@@ -163,6 +180,16 @@ class _ToolMessages:
         messages = [warned if m is target else m for m in answer.update["messages"]]
         return dataclasses.replace(answer, update={**answer.update, "messages": messages})
 
+    def failed(self, error: Exception, warning: str) -> Exception:
+        """The error itself: a tool error ``ToolNode`` does not turn into an error
+        ``ToolMessage`` (those get the warning in :meth:`add_warning`) ends the run."""
+        return error
+
+    def passes(self, error: Exception) -> bool:
+        """LangGraph's ``interrupt()`` (human in the loop) pauses the call; it runs again
+        on resume."""
+        return isinstance(error, GraphInterrupt)
+
 
 def _allowed_tools(tools: Sequence[BaseTool | dict[str, Any]]) -> list[str]:
     names: list[str] = []
@@ -189,6 +216,20 @@ def _latest_summary_id(messages: Sequence[AnyMessage]) -> str | None:
     return None
 
 
+@dataclasses.dataclass
+class _Turn:
+    """What screening one model answer found: calls to decide or record after it."""
+
+    session: object
+    run: object
+    #: The calls of each assistant message that goes on to the tool node.
+    batches: list[list[ToolCall]] = dataclasses.field(default_factory=list)
+    #: Calls of missing tools in messages the stream guard replaced.
+    unknown: list[ToolCall] = dataclasses.field(default_factory=list)
+    #: The texts that replaced those messages.
+    stopped: list[str] = dataclasses.field(default_factory=list)
+
+
 class LoopGuardMiddleware(AgentMiddleware[LoopwatchState, Any, Any]):
     """Guards every tool call of a LangChain v1 agent with a :class:`LoopGuard`.
 
@@ -199,8 +240,9 @@ class LoopGuardMiddleware(AgentMiddleware[LoopwatchState, Any, Any]):
             ``.runtime``). Default: the thread id, else one session per invocation.
         agent_id: the agent, for ``openclaw_config`` per-agent blocks.
         warn_model: append an emitted warning to the tool message the model sees.
-        on_critical: ``"block_call"`` (an error ``ToolMessage``; the run goes on) or
-            ``"end_run"`` (``invoke`` raises :class:`~loopwatch.LoopDetectedError`).
+        on_critical: ``"block_call"`` (an error ``ToolMessage``; the run goes on),
+            ``"end_run"`` (``invoke`` raises :class:`~loopwatch.LoopDetectedError`) or
+            ``"recover"`` (a recovery message first, the error at the second critical).
         max_sessions: how many conversations' stream-guard state to keep.
     """
 
@@ -223,21 +265,17 @@ class LoopGuardMiddleware(AgentMiddleware[LoopwatchState, Any, Any]):
         self._session_key = session_key
         self._streams = StreamGuards(guard, max_sessions=max_sessions)
         self._summaries: SessionCache[str] = SessionCache(max_sessions)
+        self._admissions = Admissions(max_sessions)
 
     # --- sessions and runs -----------------------------------------------------------------
 
     def _ids(self, request: ToolCallRequest | ModelRequest[Any]) -> tuple[object, object]:
         state = request.state if isinstance(request.state, dict) else {}
         info = request.runtime.execution_info if request.runtime is not None else None
-        source = self._session_key
-        if callable(source):
-            session: object = source(request)
-        elif source is not None:
-            session = source
-        elif info is not None and info.thread_id:
-            session = info.thread_id
-        else:
-            session = state.get(SESSION_STATE_KEY)
+        thread = info.thread_id if info is not None and info.thread_id else None
+        session = resolve_id(
+            self._session_key, request, default=thread or state.get(SESSION_STATE_KEY)
+        )
         run = info.run_id if info is not None and info.run_id else state.get(RUN_STATE_KEY)
         return session, run
 
@@ -259,10 +297,8 @@ class LoopGuardMiddleware(AgentMiddleware[LoopwatchState, Any, Any]):
 
     # --- tool calls --------------------------------------------------------------------------
 
-    def _prepare(self, request: ToolCallRequest) -> tuple[ToolCall, _ToolMessages]:
-        call = request.tool_call
-        session, run = self._ids(request)
-        tc = ToolCall(
+    def _call(self, call: Any, session: object, run: object) -> ToolCall:
+        return ToolCall(
             self.guard,
             call["name"],
             call.get("args", {}),
@@ -272,6 +308,11 @@ class LoopGuardMiddleware(AgentMiddleware[LoopwatchState, Any, Any]):
             agent_id=self.agent_id,
             options=self.options,
         )
+
+    def _prepare(self, request: ToolCallRequest) -> tuple[ToolCall, _ToolMessages]:
+        call = request.tool_call
+        session, run = self._ids(request)
+        tc = self._admissions.take(self._call(call, session, run))
         return tc, _ToolMessages(call["name"], call.get("id"), unknown=request.tool is None)
 
     def wrap_tool_call(
@@ -305,35 +346,51 @@ class LoopGuardMiddleware(AgentMiddleware[LoopwatchState, Any, Any]):
         return True
 
     def _screen_message(
-        self, message: BaseMessage, request: ModelRequest[Any], session: object
+        self, message: BaseMessage, request: ModelRequest[Any], turn: _Turn
     ) -> BaseMessage:
         if not isinstance(message, AIMessage):
             return message
+        allowed = _allowed_tools(request.tools)
         names: list[object] = [call.get("name") for call in message.tool_calls]
         names += [call.get("name") for call in message.invalid_tool_calls]
-        text = self._streams.observe(
-            session, names, _allowed_tools(request.tools), agent_id=self.agent_id
-        )
+        text = self._streams.observe(turn.session, names, allowed, agent_id=self.agent_id)
         if text is None:
+            turn.batches.append([self._call(c, turn.session, turn.run) for c in message.tool_calls])
             return message
+        # The replaced message's calls never reach the tool node: decide and record the
+        # missing tools' calls here, so the guard's block, its events and end_run happen.
+        known = set(allowed)
+        turn.unknown += [
+            self._call(c, turn.session, turn.run)
+            for c in message.tool_calls
+            if c.get("name") not in known
+        ]
+        turn.stopped.append(text)
         return AIMessage(content=text, id=message.id, name=message.name)
 
     def _screen(
-        self, response: ModelAnswer, request: ModelRequest[Any], session: object
+        self, response: ModelAnswer, request: ModelRequest[Any], turn: _Turn
     ) -> ModelAnswer:
         """Run the stream guard over the model's answer (SPEC §5.7)."""
         if isinstance(response, AIMessage):
-            screened = self._screen_message(response, request, session)
+            screened = self._screen_message(response, request, turn)
             return screened if isinstance(screened, AIMessage) else response
         if isinstance(response, ExtendedModelResponse):
-            inner = self._screen(response.model_response, request, session)
+            inner = self._screen(response.model_response, request, turn)
             if isinstance(inner, ModelResponse) and inner is not response.model_response:
                 return dataclasses.replace(response, model_response=inner)
             return response
-        result = [self._screen_message(m, request, session) for m in response.result]
+        result = [self._screen_message(m, request, turn) for m in response.result]
         if all(new is old for new, old in zip(result, response.result, strict=True)):
             return response
         return dataclasses.replace(response, result=result)
+
+    def _stopped(self, turn: _Turn) -> None:
+        name, count = self._streams.streak(turn.session)
+        for text in turn.stopped:
+            stream_stopped(
+                text, name=name or "", count=count, session_key=turn.session, options=self.options
+            )
 
     def wrap_model_call(
         self,
@@ -344,7 +401,14 @@ class LoopGuardMiddleware(AgentMiddleware[LoopwatchState, Any, Any]):
         session, run = self._ids(request)
         if self._new_summary(request, session):
             self.guard.compaction_retry(session_key=session, run_id=run, agent_id=self.agent_id)
-        return self._screen(handler(request), request, session)
+        turn = _Turn(session, run)
+        answer = self._screen(handler(request), request, turn)
+        for tc in turn.unknown:
+            record_unknown(tc, unknown_tool_error(tc.tool_name))
+        self._stopped(turn)
+        for batch in turn.batches:
+            self._admissions.admit(self.guard, batch)
+        return answer
 
     async def awrap_model_call(
         self,
@@ -357,7 +421,14 @@ class LoopGuardMiddleware(AgentMiddleware[LoopwatchState, Any, Any]):
             await self.guard.acompaction_retry(
                 session_key=session, run_id=run, agent_id=self.agent_id
             )
-        return self._screen(await handler(request), request, session)
+        turn = _Turn(session, run)
+        answer = self._screen(await handler(request), request, turn)
+        for tc in turn.unknown:
+            await arecord_unknown(tc, unknown_tool_error(tc.tool_name))
+        self._stopped(turn)
+        for batch in turn.batches:
+            await self._admissions.aadmit(self.guard, batch)
+        return answer
 
 
 __all__ = ["RUN_STATE_KEY", "SESSION_STATE_KEY", "LoopGuardMiddleware", "LoopwatchState"]

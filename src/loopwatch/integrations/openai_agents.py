@@ -32,28 +32,54 @@ guard is skipped (it logs ``tool loop detection skipped: no session key`` once).
 is the trace id when there is a real trace. Pass ``session_key=`` / ``run_id=`` (strings
 or callables taking the ``ToolContext``) to choose yourself.
 
-Not covered, by the SDK's design: calls of unknown tools (the SDK ends the run with
-``ModelBehaviorError``, or answers them itself under ``tool_not_found_behavior=
-"return_error_to_model"`` without any hook), tools of hosted MCP servers and of handoff
-targets (guard those agents too), and errors a tool raised, which reach the output
-guardrail as the error text the model reads and are recorded as that result. The SDK
-has no compaction hook for tools: when you compact a session (for example
-``OpenAIResponsesCompactionSession.run_compaction``) and run again, call
-``guard.compaction_retry(session_key=..., run_id=...)``.
+A raised error is recorded as the error (SPEC §11.1): the guarded copy's failure policy
+answers the model exactly as the tool's own does, and hands the exception to the output
+guardrail. An emitted warning is appended to the error text the model reads.
+
+:func:`guard_agent` also adds an ``on_llm_end`` agent hook (around the agent's own hooks),
+which sees each model response before its tools run: the function calls of one response
+are admitted together (``guard.before_batch``, when the guard has it: identical calls of
+one turn count as the repeats they are), and calls of tools the agent does not have are
+recorded as failed calls, so a model stuck on a missing tool is blocked (evented, and
+ending the run under ``end_run``). The SDK itself ends the run at the first missing tool
+unless ``RunConfig(tool_not_found_behavior="return_error_to_model")``; it then answers
+such calls itself, so under ``block_call`` the model keeps reading the SDK's "not found"
+text. The hook needs a session it can see outside a tool call: a ``session_key=`` string,
+the trace's ``group_id``, or a trace id (with tracing off and only ``RunConfig.group_id``,
+the hook does nothing and each call is decided alone).
+
+A ``guard.tool`` function used as a function tool of the guarded agent, with the same
+guard and session, passes its calls through: they are guarded and recorded once.
+``on_critical="recover"`` rejects the first critical of a run with a recovery message and
+ends the run (``LoopDetectedRunError``) at the second.
+
+Not covered, by the SDK's design: tools of hosted MCP servers and of handoff targets
+(guard those agents too). The SDK has no compaction hook for tools: when you compact a
+session (for example ``OpenAIResponsesCompactionSession.run_compaction``) and run again,
+call ``guard.compaction_retry(session_key=..., run_id=...)``. The guarded copy's failure
+policy is no longer the SDK's *default* one, so ``RunConfig.tool_error_formatter`` is
+asked by loopwatch (same arguments) and the SDK's output-schema bypass for its own error
+texts does not apply to tools with an ``output_json_schema``.
 """
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
+import inspect
 import json
 from collections.abc import Callable, Iterable
 from typing import Any, Final, TypeAlias, TypeVar
 
 from agents import (
     Agent,
+    AgentHooks,
     AgentsException,
     FunctionTool,
+    Handoff,
     ItemHelpers,
+    ModelResponse,
+    RunContextWrapper,
     ToolGuardrailFunctionOutput,
     ToolInputGuardrail,
     ToolInputGuardrailData,
@@ -61,23 +87,32 @@ from agents import (
     ToolOutputGuardrailData,
     get_current_trace,
 )
-from agents.tool import Tool
+from agents.tool import (
+    Tool,
+    resolve_function_tool_failure_error_function,
+    set_function_tool_failure_error_function,
+)
 from agents.tool_context import ToolContext
 from openai.types.responses import ResponseFunctionToolCall
 
-from loopwatch.adapter import (
-    AdapterOptions,
-    OnCritical,
-    Outcome,
-    SessionCache,
-    ToolCall,
-    append_warning,
-    render_for_model,
-)
+from loopwatch.calls import ToolCall
 from loopwatch.detectors.compaction import PostCompactionLoopPersistedError
 from loopwatch.detectors.reference import LoopVerdict
 from loopwatch.errors import LoopDetectedError
 from loopwatch.guard import LoopGuard
+from loopwatch.integrations._guarded import Admissions, arecord_unknown
+from loopwatch.integrations._sessions import SessionCache
+from loopwatch.integrations._shared import (
+    AdapterOptions,
+    OnCritical,
+    Outcome,
+    append_warning,
+    enter_guarding,
+    leave_guarding,
+    render_for_model,
+    resolve_id,
+    unknown_tool_error,
+)
 
 TContext = TypeVar("TContext")
 
@@ -149,6 +184,29 @@ def _real_trace_id() -> str | None:
     return trace_id if trace_id and trace_id != _NO_OP_TRACE else None
 
 
+def _trace_group() -> str | None:
+    group = getattr(get_current_trace(), "group_id", None)
+    return group if isinstance(group, str) and group else None
+
+
+def _missing_tool_message(name: str) -> str:
+    """The SDK's answer to a call of a tool the agent does not have."""
+    return f"Tool '{name}' not found."
+
+
+async def _known_names(agent: Agent[Any], context: RunContextWrapper[Any]) -> set[str] | None:
+    """The names the model may call: the agent's tools and handoffs (``None`` if unknown)."""
+    try:
+        names = {tool.name for tool in await agent.get_all_tools(context)}
+    except Exception:
+        return None
+    for target in agent.handoffs:
+        names.add(
+            target.tool_name if isinstance(target, Handoff) else Handoff.default_tool_name(target)
+        )
+    return names
+
+
 class LoopGuardrails:
     """The pair of tool guardrails that guards function tools with one :class:`LoopGuard`.
 
@@ -162,8 +220,9 @@ class LoopGuardrails:
         run_id: the agent run, likewise (default: the trace id, when tracing is on).
         agent_id: the agent, for ``openclaw_config`` per-agent blocks.
         warn_model: append an emitted warning to the output the model reads.
-        on_critical: ``"block_call"`` (reject the call with the message; the run goes on)
-            or ``"end_run"`` (raise :class:`LoopDetectedRunError` out of ``Runner.run``).
+        on_critical: ``"block_call"`` (reject the call with the message; the run goes on),
+            ``"end_run"`` (raise :class:`LoopDetectedRunError` out of ``Runner.run``) or
+            ``"recover"`` (a recovery message first, the error at the second critical).
         max_pending: how many started calls to remember until their output arrives.
     """
 
@@ -186,26 +245,40 @@ class LoopGuardrails:
         # Calls between their input and output guardrail, by session and call id: the
         # SDK may run input guardrails twice for one call (before and after approval).
         self._pending: SessionCache[ToolCall] = SessionCache(max_pending)
+        # Exceptions the tool raised, by the same key, until the output guardrail records
+        # them as the call's error (the SDK hands the guardrail only the error text).
+        self._errors: SessionCache[Exception] = SessionCache(max_pending)
+        self._admissions = Admissions(max_pending)
+        self._marks: SessionCache[contextvars.Token[Any]] = SessionCache(max_pending)
         self.input: ToolInputGuardrail[Any] = ToolInputGuardrail(self._before, name=GUARDRAIL_NAME)
         self.output: ToolOutputGuardrail[Any] = ToolOutputGuardrail(
             self._after, name=GUARDRAIL_NAME
         )
 
-    def _ids(self, context: ToolContext[Any]) -> tuple[object, object]:
+    def _ids(self, context: RunContextWrapper[Any]) -> tuple[object, object]:
         trace_id = _real_trace_id()
-        if callable(self._session_key):
-            session: object = self._session_key(context)
-        elif self._session_key is not None:
-            session = self._session_key
-        else:
-            group = context.run_config.group_id if context.run_config is not None else None
-            session = group or trace_id
-        run = self._run_id(context) if callable(self._run_id) else self._run_id
-        return session, run if run is not None else trace_id
+        run_config = getattr(context, "run_config", None)
+        group = run_config.group_id if run_config is not None else _trace_group()
+        session = resolve_id(self._session_key, context, default=group or trace_id)
+        return session, resolve_id(self._run_id, context, default=trace_id)
 
     @staticmethod
     def _key(session: object, context: ToolContext[Any]) -> str:
         return f"{session}\x00{context.tool_call_id}"
+
+    def _call(
+        self, name: str, arguments: str, call_id: object, session: object, run: object
+    ) -> ToolCall:
+        return ToolCall(
+            self.guard,
+            name,
+            _params(arguments),
+            session_key=session,
+            run_id=run,
+            tool_call_id=call_id,
+            agent_id=self.agent_id,
+            options=self.options,
+        )
 
     async def _before(self, data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
         context = data.context
@@ -213,15 +286,10 @@ class LoopGuardrails:
         key = self._key(session, context)
         if self._pending.get(key) is not None:
             return ToolGuardrailFunctionOutput.allow()
-        tc = ToolCall(
-            self.guard,
-            context.tool_name,
-            _params(context.tool_arguments),
-            session_key=session,
-            run_id=run,
-            tool_call_id=context.tool_call_id,
-            agent_id=self.agent_id,
-            options=self.options,
+        tc = self._admissions.take(
+            self._call(
+                context.tool_name, context.tool_arguments, context.tool_call_id, session, run
+            )
         )
         try:
             decision = await tc.astart()
@@ -232,16 +300,28 @@ class LoopGuardrails:
                 tc.message or "", output_info=decision
             )
         self._pending.put(key, tc)
+        if not tc.passthrough:
+            # The SDK runs each call in a task of its own and the tool in a task created
+            # after the input guardrails, from this one's context: a guard.tool function
+            # inside then passes the call through instead of recording it twice. The mark
+            # dies with this call's task (and is undone below where the context allows).
+            self._marks.put(key, enter_guarding(self.guard, session))
         return ToolGuardrailFunctionOutput.allow(output_info=decision)
 
     async def _after(self, data: ToolOutputGuardrailData) -> ToolGuardrailFunctionOutput:
         context = data.context
         session, _run = self._ids(context)
-        tc = self._pending.pop(self._key(session, context))
+        key = self._key(session, context)
+        tc = self._pending.pop(key)
+        error = self._errors.pop(key)
+        mark = self._marks.pop(key)
+        if mark is not None:
+            leave_guarding(mark)
         if tc is None:
             return ToolGuardrailFunctionOutput.allow()
         shown = _shown(data.output, context)
-        tc.outcome(Outcome(result=shown))
+        # A raised error is recorded as the error (SPEC §11.1), not as the SDK's text.
+        tc.outcome(Outcome(result=shown) if error is None else Outcome(error=error))
         try:
             await tc.afinish()
         except PostCompactionLoopPersistedError as exc:
@@ -254,15 +334,109 @@ class LoopGuardrails:
             str(append_warning(text, warning)), output_info=tc.decision
         )
 
+    def _failure_function(self, tool: FunctionTool) -> Callable[..., Any]:
+        """The copy's ``failure_error_function``: remember the exception for the output
+        guardrail, then answer as ``tool``'s own failure policy does."""
+
+        async def failure(context: RunContextWrapper[Any], error: Exception) -> str | None:
+            if isinstance(context, ToolContext):
+                session, _run = self._ids(context)
+                self._errors.put(self._key(session, context), error)
+            original = resolve_function_tool_failure_error_function(tool, context)
+            if original is None:
+                return None  # the SDK re-raises, as it would have
+            message = original(context, error)
+            if inspect.isawaitable(message):
+                message = await message
+            if isinstance(message, str) and getattr(
+                tool, "_use_default_failure_error_function", False
+            ):
+                message = await self._formatted(context, error, message)
+            return message
+
+        return failure
+
+    @staticmethod
+    async def _formatted(context: RunContextWrapper[Any], error: Exception, default: str) -> str:
+        """``RunConfig.tool_error_formatter``'s text for a default-formatted failure (the
+        SDK asks it only for tools with the default policy, which the copy no longer has)."""
+        run_config = getattr(context, "run_config", None)
+        formatter = run_config.tool_error_formatter if run_config is not None else None
+        if formatter is None or not isinstance(context, ToolContext):
+            return default
+        from agents.run_config import ToolErrorFormatterArgs
+
+        try:
+            message = formatter(
+                ToolErrorFormatterArgs(
+                    kind="tool_exception",
+                    tool_type="function",
+                    tool_name=context.tool_name,
+                    call_id=context.tool_call_id,
+                    default_message=default,
+                    run_context=context,
+                    error=error,
+                )
+            )
+            if inspect.isawaitable(message):
+                message = await message
+        except Exception:
+            return default
+        return message if isinstance(message, str) else default
+
     def apply(self, tool: FunctionTool) -> FunctionTool:
-        """A copy of ``tool`` with loopwatch's guardrails around it (the original is kept)."""
+        """A copy of ``tool`` with loopwatch's guardrails around it (the original is kept).
+
+        The copy's failure policy answers the model as ``tool``'s does, and also hands the
+        raised exception to the output guardrail, so a failing call is recorded as failed.
+        """
         inputs = [g for g in tool.tool_input_guardrails or () if g is not self.input]
         outputs = [g for g in tool.tool_output_guardrails or () if g is not self.output]
-        return dataclasses.replace(
+        guarded = dataclasses.replace(
             tool,
             tool_input_guardrails=[self.input, *inputs],
             tool_output_guardrails=[*outputs, self.output],
         )
+        return set_function_tool_failure_error_function(guarded, self._failure_function(tool))
+
+    async def on_model_response(
+        self, context: RunContextWrapper[Any], agent: Agent[Any], response: ModelResponse
+    ) -> None:
+        """See one model response before its tools run (``AgentHooks.on_llm_end``).
+
+        Calls of tools the agent does not have are recorded as failed calls (SPEC §11.1:
+        the SDK answers them itself, or ends the run, without any tool hook), and the
+        function calls of one response are admitted together (``guard.before_batch``).
+        Needs a session visible outside a tool call: a ``session_key=`` string (or a
+        callable that also accepts the ``RunContextWrapper``), or a trace.
+
+        Raises:
+            LoopDetectedRunError: the guard blocks a missing tool's call under ``end_run``.
+        """
+        calls = [i for i in response.output if isinstance(i, ResponseFunctionToolCall)]
+        if not calls:
+            return
+        try:
+            session, run = self._ids(context)
+        except Exception:
+            # A session_key / run_id callable written for a ToolContext: nothing to see here.
+            return
+        known = await _known_names(agent, context)
+        if known is None:
+            return
+        try:
+            for item in (c for c in calls if c.name not in known):
+                tc = self._call(item.name, item.arguments, item.call_id, session, run)
+                error = unknown_tool_error(item.name, _missing_tool_message(item.name))
+                await arecord_unknown(tc, error)
+        except LoopDetectedError as exc:
+            raise LoopDetectedRunError(exc.verdict) from None
+        batch = [
+            self._call(c.name, c.arguments, c.call_id, session, run)
+            for c in calls
+            if c.name in known
+        ]
+        await self._admissions.aadmit(self.guard, batch)
 
     def apply_all(self, tools: Iterable[Tool]) -> list[Tool]:
         """``tools`` with every ``FunctionTool`` guarded; other tools are kept as they are."""
@@ -288,7 +462,7 @@ def guard_agent(
         run_id: see :class:`LoopGuardrails`.
         agent_id: the agent, for ``openclaw_config`` per-agent blocks (default: none).
         warn_model: append an emitted warning to the output the model reads.
-        on_critical: ``"block_call"`` or ``"end_run"``.
+        on_critical: ``"block_call"``, ``"end_run"`` or ``"recover"``.
 
     Returns:
         The guarded copy (``agent.clone(tools=...)``).
@@ -301,7 +475,33 @@ def guard_agent(
         warn_model=warn_model,
         on_critical=on_critical,
     )
-    return agent.clone(tools=guardrails.apply_all(agent.tools))
+    return agent.clone(
+        tools=guardrails.apply_all(agent.tools), hooks=_GuardHooks(guardrails, agent.hooks)
+    )
+
+
+class _GuardHooks(AgentHooks[Any]):
+    """The agent's own hooks, plus :meth:`LoopGuardrails.on_model_response` after each
+    model call."""
+
+    def __init__(self, guardrails: LoopGuardrails, inner: AgentHooks[Any] | None) -> None:
+        self._guardrails = guardrails
+        self._inner = inner
+
+    def __getattribute__(self, name: str) -> Any:
+        # Every hook but on_llm_end is the inner hooks' own (or the no-op default).
+        if name.startswith("on_") and name != "on_llm_end":
+            inner = object.__getattribute__(self, "_inner")
+            if inner is not None:
+                return getattr(inner, name)
+        return object.__getattribute__(self, name)
+
+    async def on_llm_end(
+        self, context: RunContextWrapper[Any], agent: Agent[Any], response: ModelResponse
+    ) -> None:
+        if self._inner is not None:
+            await self._inner.on_llm_end(context, agent, response)
+        await self._guardrails.on_model_response(context, agent, response)
 
 
 __all__ = [

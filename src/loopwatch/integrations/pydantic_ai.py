@@ -30,7 +30,16 @@ of ``message_history``, or a fresh one per run) and the run is its ``run_id``. P
 yourself. If you compact the history yourself (a history processor) and run again, call
 ``guard.compaction_retry(session_key=..., run_id=...)``.
 
-``on_critical="end_run"`` raises :class:`~loopwatch.LoopDetectedError` out of ``run``;
+A failing call is recorded with its error first; an emitted warning is then appended to
+what the model reads of the failure (the retry prompt of ``ModelRetry``, the failed result
+of ``ToolFailed``). The calls of one model response are admitted together
+(``guard.before_batch``, when the guard has it), so identical parallel calls count as the
+repeats they are. A ``guard.tool`` function used as a tool of the agent, with the same
+guard and session, passes its calls through: each is guarded and recorded once.
+
+``on_critical="end_run"`` raises :class:`~loopwatch.LoopDetectedError` out of ``run``
+(also for a model stuck on a missing tool); ``"recover"`` answers the first critical of a
+run with a recovery message and raises at the second;
 :class:`~loopwatch.PostCompactionLoopPersistedError` ends the run in every mode.
 """
 
@@ -41,24 +50,37 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, NoReturn, TypeAlias
 
-from pydantic_ai import RunContext, ToolFailed, ToolReturn
+from pydantic_ai import ModelRetry, RunContext, ToolFailed, ToolReturn
 from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.exceptions import (
+    ApprovalRequired,
+    CallDeferred,
+    ToolFailedError,
+    ToolRetryError,
+)
 from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.tools import ToolDefinition
 
-from loopwatch.adapter import (
-    WARNING_SEPARATOR,
+from loopwatch.calls import ToolCall
+from loopwatch.guard import LoopGuard
+from loopwatch.integrations._guarded import (
+    Admissions,
+    aguarded_call,
+    arecord_unknown,
+    stream_stopped,
+)
+from loopwatch.integrations._sessions import StreamGuards
+from loopwatch.integrations._shared import (
     AdapterOptions,
     OnCritical,
     Outcome,
-    StreamGuards,
-    ToolCall,
-    aguarded_call,
     append_warning,
+    append_warning_text,
+    resolve_id,
     unknown_tool_error,
 )
-from loopwatch.guard import LoopGuard
+from loopwatch.messages import WARNING_SEPARATOR
 
 #: A session key or run id: fixed, or computed from the run's ``RunContext``.
 IdSource: TypeAlias = "str | Callable[[RunContext[Any]], object] | None"
@@ -95,6 +117,25 @@ class _ToolResults:
             return dataclasses.replace(answer, content=merged)
         return ToolReturn(return_value=answer, content=warning)
 
+    def failed(self, error: Exception, warning: str) -> Exception:
+        """The failure with the warning appended to what the model reads of it: the retry
+        prompt of a ``ModelRetry``, the failed result of a ``ToolFailed`` (SPEC §11.2)."""
+        if isinstance(error, ToolRetryError) and isinstance(error.tool_retry.content, str):
+            content = append_warning_text(error.tool_retry.content, warning)
+            return ToolRetryError(dataclasses.replace(error.tool_retry, content=content))
+        if isinstance(error, ToolFailedError) and isinstance(error.tool_failed.content, str):
+            content = append_warning_text(error.tool_failed.content, warning)
+            return ToolFailedError(dataclasses.replace(error.tool_failed, content=content))
+        if isinstance(error, ModelRetry):
+            return ModelRetry(append_warning_text(error.message, warning))
+        if isinstance(error, ToolFailed):
+            return ToolFailed(append_warning_text(error.message, warning))
+        return error
+
+    def passes(self, error: Exception) -> bool:
+        """A deferred call or one awaiting approval has no outcome yet."""
+        return isinstance(error, (CallDeferred, ApprovalRequired))
+
 
 _RESULTS: Final = _ToolResults()
 
@@ -110,8 +151,9 @@ class LoopGuardCapability(AbstractCapability[Any]):
         run_id: the agent run, likewise (default: the run's ``run_id``).
         agent_id: the agent, for ``openclaw_config`` per-agent blocks.
         warn_model: append an emitted warning to what the model reads.
-        on_critical: ``"block_call"`` (a failed tool result; the run goes on) or
-            ``"end_run"`` (``run`` raises :class:`~loopwatch.LoopDetectedError`).
+        on_critical: ``"block_call"`` (a failed tool result; the run goes on),
+            ``"end_run"`` (``run`` raises :class:`~loopwatch.LoopDetectedError`) or
+            ``"recover"`` (a recovery message first, the error at the second critical).
     """
 
     guard: LoopGuard
@@ -122,17 +164,17 @@ class LoopGuardCapability(AbstractCapability[Any]):
     on_critical: OnCritical = "block_call"
     options: AdapterOptions = field(init=False, repr=False)
     streams: StreamGuards = field(init=False, repr=False)
+    admissions: Admissions = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.options = AdapterOptions(warn_model=self.warn_model, on_critical=self.on_critical)
         self.streams = StreamGuards(self.guard)
+        self.admissions = Admissions()
 
     def _ids(self, ctx: RunContext[Any]) -> tuple[object, object]:
-        session = self.session_key(ctx) if callable(self.session_key) else self.session_key
-        run = self.run_id(ctx) if callable(self.run_id) else self.run_id
         return (
-            session if session is not None else ctx.conversation_id,
-            run if run is not None else ctx.run_id,
+            resolve_id(self.session_key, ctx, default=ctx.conversation_id),
+            resolve_id(self.run_id, ctx, default=ctx.run_id),
         )
 
     def _call(self, ctx: RunContext[Any], call: ToolCallPart) -> ToolCall:
@@ -158,7 +200,8 @@ class LoopGuardCapability(AbstractCapability[Any]):
         handler: Callable[[dict[str, Any]], Any],
     ) -> Any:
         """Guard one tool call (see the module docs)."""
-        return await aguarded_call(self._call(ctx, call), lambda: handler(args), _RESULTS)
+        tc = self.admissions.take(self._call(ctx, call))
+        return await aguarded_call(tc, lambda: handler(args), _RESULTS)
 
     async def after_model_request(
         self,
@@ -167,7 +210,8 @@ class LoopGuardCapability(AbstractCapability[Any]):
         request_context: ModelRequestContext,
         response: ModelResponse,
     ) -> ModelResponse:
-        """Arm on compaction, screen the response, record calls of unknown tools."""
+        """Arm on compaction, record calls of unknown tools, screen the response, admit
+        the response's tool calls together."""
         session, run = self._ids(ctx)
         if any(part.part_kind == COMPACTION_PART for part in response.parts):
             await self.guard.acompaction_retry(
@@ -175,17 +219,23 @@ class LoopGuardCapability(AbstractCapability[Any]):
             )
         known = request_context.model_request_parameters.tool_defs
         calls = [part for part in response.parts if isinstance(part, ToolCallPart)]
+        # Calls of missing tools never reach wrap_tool_execute (pydantic-ai answers them
+        # itself): decide and record them here, before the stream guard, so the guard's
+        # block of a repeating one is evented and ends the run under end_run.
+        for unknown in (c for c in calls if c.tool_name not in known):
+            await arecord_unknown(self._call(ctx, unknown), unknown_tool_error(unknown.tool_name))
         text = self.streams.observe(
             session, [c.tool_name for c in calls], list(known), agent_id=self.agent_id
         )
         if text is not None:
+            name, count = self.streams.streak(session)
+            stream_stopped(
+                text, name=name or "", count=count, session_key=session, options=self.options
+            )
             return dataclasses.replace(response, parts=[TextPart(content=text)])
-        for unknown in (c for c in calls if c.tool_name not in known):
-            tc = self._call(ctx, unknown)
-            await tc.astart()
-            if not tc.blocked:
-                tc.error(unknown_tool_error(unknown.tool_name))
-                await tc.afinish()
+        await self.admissions.aadmit(
+            self.guard, [self._call(ctx, c) for c in calls if c.tool_name in known]
+        )
         return response
 
 
