@@ -84,3 +84,72 @@ def drive(
 
 
 __all__ = ["FakeClock", "ScriptedCall", "drive"]
+
+
+# ==========================================================================================
+# Scripted offline models (issue 16): what a looping model does, for every framework.
+#
+# Each framework adapter ships a small scripted model of its framework's own kind
+# (``loopwatch.integrations.<framework>.ScriptedModel`` and the like) that plays a
+# :class:`LoopScript`, so examples and users' tests run offline, with no API key. The
+# script itself knows nothing of frameworks: it is told what the model has read so far.
+# ==========================================================================================
+
+from collections.abc import Sequence  # noqa: E402  (this section is appended on its own)
+
+#: The call a looping model repeats by default: the README's ``read_file`` example.
+DEFAULT_LOOP_CALL: tuple[str, dict[str, Any]] = ("read_file", {"path": "notes.txt"})
+
+
+@dataclass(frozen=True)
+class LoopScript:
+    """What a scripted model does: call tools in a fixed cycle, then give a final answer.
+
+    The model makes call ``n`` (counting from 0) as ``calls[n % len(calls)]`` until it has
+    read ``times`` tool results, or until the last result it read contains ``stop_on``
+    (a model that gives up once told it is blocked); then it answers ``final``.
+
+    Attributes:
+        calls: the (tool name, arguments) pairs to cycle through; two alternating pairs
+            make a ping-pong.
+        times: how many tool results the model reads before answering.
+        final: the final answer's text.
+        stop_on: text that makes the model stop when it reads it (``None``: never stop
+            early).
+    """
+
+    calls: tuple[tuple[str, dict[str, Any]], ...] = (DEFAULT_LOOP_CALL,)
+    times: int = 60
+    final: str = "done"
+    stop_on: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.calls:
+            raise ValueError("a LoopScript needs at least one call")
+        if self.times < 0:
+            raise ValueError(f"times must be >= 0, not {self.times}")
+
+    def next_call(self, read: Sequence[object]) -> tuple[str, dict[str, Any]] | None:
+        """The next call, given the tool results read so far, or ``None`` to answer."""
+        if len(read) >= self.times:
+            return None
+        if self.stop_on is not None and read and self.stop_on in str(read[-1]):
+            return None
+        name, args = self.calls[len(read) % len(self.calls)]
+        return name, dict(args)
+
+
+def loop_script(
+    tool: str = DEFAULT_LOOP_CALL[0],
+    args: dict[str, Any] | None = None,
+    *,
+    times: int = 60,
+    final: str = "done",
+    stop_on: str | None = None,
+) -> LoopScript:
+    """A :class:`LoopScript` that calls one tool with the same arguments ``times`` times."""
+    call_args = dict(DEFAULT_LOOP_CALL[1]) if args is None else dict(args)
+    return LoopScript(calls=((tool, call_args),), times=times, final=final, stop_on=stop_on)
+
+
+__all__ += ["DEFAULT_LOOP_CALL", "LoopScript", "loop_script"]
