@@ -106,10 +106,12 @@ class Tools:
         raise RuntimeError(FAILURE)
 
 
-def make_guard(**kwargs: object) -> tuple[LoopGuard, list[LoopEvent]]:
-    """A default-config guard and the list its listener fills."""
+def make_guard(
+    config: dict[str, object] = CONFIG, **kwargs: object
+) -> tuple[LoopGuard, list[LoopEvent]]:
+    """A guard (default config) and the list its listener fills."""
     events: list[LoopEvent] = []
-    return LoopGuard(CONFIG, listeners=[events.append], **kwargs), events  # type: ignore[arg-type]
+    return LoopGuard(config, listeners=[events.append], **kwargs), events  # type: ignore[arg-type]
 
 
 def blocks(events: list[LoopEvent]) -> int:
