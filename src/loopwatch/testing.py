@@ -153,3 +153,110 @@ def loop_script(
 
 
 __all__ += ["DEFAULT_LOOP_CALL", "LoopScript", "loop_script"]
+
+
+# --- scripted models of the frameworks whose adapters predate issue 16 -------------------
+# Each function imports its framework when called, so ``loopwatch.testing`` itself needs
+# none. The newer adapters ship theirs beside the adapter (``ScriptedModel`` and the like).
+
+
+def langchain_model(script: LoopScript | None = None) -> Any:
+    """A LangChain chat model playing ``script`` offline (``create_agent(model=...)``).
+
+    It reads the ``ToolMessage`` contents since the last human message.
+    """
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+
+    plan = script if script is not None else LoopScript()
+
+    class ScriptedChatModel(BaseChatModel):
+        @property
+        def _llm_type(self) -> str:
+            return "loopwatch-scripted"
+
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+            return self
+
+        def _generate(
+            self,
+            messages: list[BaseMessage],
+            stop: Any = None,
+            run_manager: Any = None,
+            **kwargs: Any,
+        ) -> ChatResult:
+            read: list[object] = []
+            for message in reversed(messages):
+                if message.type == "human":
+                    break
+                if isinstance(message, ToolMessage):
+                    read.insert(0, message.content)
+            step = plan.next_call(read)
+            if step is None:
+                answer = AIMessage(content=plan.final)
+            else:
+                call = {"name": step[0], "args": step[1], "id": f"call-{len(read) + 1}"}
+                answer = AIMessage(content="", tool_calls=[call])
+            return ChatResult(generations=[ChatGeneration(message=answer)])
+
+    return ScriptedChatModel()
+
+
+def openai_agents_model(script: LoopScript | None = None) -> Any:
+    """An OpenAI Agents SDK model playing ``script`` offline (``Agent(model=...)``).
+
+    Built on the SDK's own ``agents.testing.ScriptedModel``; it reads the
+    ``function_call_output`` items of the run's input.
+    """
+    from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
+
+    plan = script if script is not None else LoopScript()
+
+    def respond(call: ModelCall) -> list[Any]:
+        items = call.input if isinstance(call.input, list) else []
+        read = [
+            item.get("output")
+            for item in items
+            if isinstance(item, dict) and item.get("type") == "function_call_output"
+        ]
+        step = plan.next_call(read)
+        if step is None:
+            return [assistant_message(plan.final)]
+        return [function_call(step[0], step[1], call_id=f"call-{len(read) + 1}")]
+
+    return ScriptedModel([ModelStep.respond(respond) for _ in range(plan.times + 1)])
+
+
+def pydantic_ai_model(script: LoopScript | None = None) -> Any:
+    """A pydantic-ai model playing ``script`` offline (``Agent(model=...)``): a
+    ``FunctionModel`` reading the ``ToolReturnPart`` / ``RetryPromptPart`` contents."""
+    from pydantic_ai.messages import (
+        ModelMessage,
+        ModelRequest,
+        ModelResponse,
+        RetryPromptPart,
+        TextPart,
+        ToolCallPart,
+        ToolReturnPart,
+    )
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    plan = script if script is not None else LoopScript()
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        read: list[object] = []
+        for message in messages:
+            if isinstance(message, ModelRequest):
+                for part in message.parts:
+                    if isinstance(part, (ToolReturnPart, RetryPromptPart)):
+                        read.append(part.content)
+        step = plan.next_call(read)
+        if step is None:
+            return ModelResponse(parts=[TextPart(plan.final)])
+        return ModelResponse(parts=[ToolCallPart(step[0], step[1], f"call-{len(read) + 1}")])
+
+    return FunctionModel(respond)
+
+
+__all__ += ["langchain_model", "openai_agents_model", "pydantic_ai_model"]
