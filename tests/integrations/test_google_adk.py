@@ -112,18 +112,20 @@ def test_sync_run_warns_and_blocks() -> None:
     assert shown[9] == {"result": "the same text"}
 
 
-async def test_end_run_ends_the_run_with_the_loop_error() -> None:
-    guard, _ = make_guard()
+@pytest.mark.parametrize("name", ["repeat", "unknown"])
+async def test_end_run_ends_the_run_with_the_loop_error(name: str) -> None:
+    guard, events = make_guard()
     tools = Tools()
     runner, _ = make_runner(
-        BY_NAME["repeat"].script, tools, LoopGuardPlugin(guard, on_critical="end_run")
+        BY_NAME[name].script, tools, LoopGuardPlugin(guard, on_critical="end_run")
     )
     with pytest.raises(RuntimeError) as caught:
         await run_async(runner)
     error = loop_error(caught.value)
     assert isinstance(error, LoopDetectedError)
-    assert str(error) == BY_NAME["repeat"].blocked_message
-    assert tools.total == 20
+    assert str(error) == BY_NAME[name].blocked_message
+    assert tools.total == BY_NAME[name].executions
+    assert blocks(events) == 1
     assert loop_error(ValueError("other")) is None
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from llama_index.core.agent.workflow import FunctionAgent
+from llama_index.core.agent.workflow import AgentWorkflow, FunctionAgent
 from llama_index.core.tools import FunctionTool
 from matrix_support import BY_NAME, FAILURE, SCENARIOS, Scenario, Tools, blocks, make_guard
 from workflows import Context
@@ -15,7 +15,7 @@ from loopwatch.integrations.llamaindex import SESSION_STORE_KEY, guard_agent, sc
 from loopwatch.testing import LoopScript
 
 # The workflow inspects its agent's members on every run, tripping pydantic's deprecations.
-pytestmark = pytest.mark.filterwarnings("ignore::pydantic.warnings.PydanticDeprecatedSince20")
+pytestmark = pytest.mark.filterwarnings("ignore::pydantic.warnings.PydanticDeprecationWarning")
 
 
 def make_agent(script: LoopScript, tools: Tools, read: list[Any], **kw: Any) -> FunctionAgent:
@@ -102,3 +102,17 @@ async def test_shadow_mode_warn_model_off_and_async_tools() -> None:
     assert runs == 60
     assert blocks(events) == 0
     assert not any("WARNING" in str(r) for r in read)
+
+
+@pytest.mark.parametrize("name", ["repeat", "unknown"])
+async def test_an_agent_workflow_is_guarded(name: str) -> None:
+    guard, events = make_guard()
+    tools = Tools()
+    read: list[Any] = []
+    member = make_agent(BY_NAME[name].script, tools, read, name="reader", description="Reads")
+    workflow = guard_agent(AgentWorkflow(agents=[member], root_agent="reader"), guard)
+    await workflow.run(user_msg="Summarise notes.txt", max_iterations=100)
+    assert len(read) == 60
+    assert tools.total == BY_NAME[name].executions
+    assert blocks(events) == BY_NAME[name].blocks
+    assert read[-1] == BY_NAME[name].blocked_message

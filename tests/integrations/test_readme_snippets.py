@@ -101,7 +101,7 @@ def test_every_python_block_is_run_or_exempt() -> None:
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
-@pytest.mark.filterwarnings("ignore::pydantic.warnings.PydanticDeprecatedSince20")
+@pytest.mark.filterwarnings("ignore::pydantic.warnings.PydanticDeprecationWarning")
 @pytest.mark.parametrize("snippet", FRAMEWORK_SNIPPETS, ids=lambda s: s.label)
 def test_the_snippet_runs_offline(snippet: Snippet, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.ERROR, logger="loopwatch.tools")

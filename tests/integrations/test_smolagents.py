@@ -81,14 +81,16 @@ def test_the_matrix(scenario: Scenario) -> None:
         assert FAILURE in read[0]
 
 
-def test_end_run_raises_out_of_run() -> None:
+@pytest.mark.parametrize("name", ["repeat", "unknown", "failing"])
+def test_end_run_raises_out_of_run(name: str) -> None:
     guard, _ = make_guard()
     tools = Tools()
-    agent = guard_agent(make_agent(BY_NAME["repeat"].script, tools), guard, on_critical="end_run")
+    agent = guard_agent(make_agent(BY_NAME[name].script, tools), guard, on_critical="end_run")
     with pytest.raises(LoopDetectedError) as caught:
         agent.run("go")
-    assert str(caught.value) == BY_NAME["repeat"].blocked_message
-    assert tools.total == 20
+    if BY_NAME[name].blocked_message is not None:
+        assert str(caught.value) == BY_NAME[name].blocked_message
+    assert tools.total == BY_NAME[name].executions
 
 
 def test_default_session_shadow_mode_and_warn_model_off() -> None:

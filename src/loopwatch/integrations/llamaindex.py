@@ -9,7 +9,8 @@
     agent = guard_agent(FunctionAgent(tools=[read_file], llm=llm), LoopGuard({"enabled": True}))
     await agent.run("Summarise notes.txt")
 
-What :func:`guard_agent` does (SPEC §11), on the agent object (any ``BaseWorkflowAgent``):
+What :func:`guard_agent` does (SPEC §11), on the agent object (any ``BaseWorkflowAgent``, or
+an ``AgentWorkflow`` and its agents):
 
 * Every call of a tool the agent has goes through the agent's ``_call_tool`` (the one place
   where it calls ``tool.acall``); that is wrapped. A blocked call is answered with an error
@@ -35,7 +36,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final, TypeAlias, TypeVar
 
-from llama_index.core.agent.workflow import BaseWorkflowAgent
+from llama_index.core.agent.workflow import AgentWorkflow, BaseWorkflowAgent
 from llama_index.core.agent.workflow.workflow_events import ToolCallResult
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock, ToolCallBlock
 from llama_index.core.llms.mock import MockFunctionCallingLLM
@@ -45,7 +46,7 @@ from loopwatch.adapter import AdapterOptions, OnCritical, ToolCall, unknown_tool
 from loopwatch.guard import LoopGuard
 from loopwatch.testing import LoopScript
 
-AgentT = TypeVar("AgentT", bound=BaseWorkflowAgent)
+AgentT = TypeVar("AgentT", BaseWorkflowAgent, AgentWorkflow)
 
 #: A session key: fixed, or computed from the workflow ``Context``.
 IdSource: TypeAlias = "str | Callable[[Any], object] | None"
@@ -59,7 +60,7 @@ class _Guard:
 
     def __init__(
         self,
-        agent: BaseWorkflowAgent,
+        agent: BaseWorkflowAgent | AgentWorkflow,
         guard: LoopGuard,
         session_key: IdSource,
         run_id: IdSource,
@@ -73,7 +74,9 @@ class _Guard:
         self.agent_id = agent_id
         self.options = options
         self.call_tool: Callable[..., Awaitable[ToolOutput]] = agent._call_tool
-        self.handle_results: Callable[..., Awaitable[None]] = agent.handle_tool_call_results
+        self.handle_results: Callable[..., Awaitable[None]] | None = getattr(
+            agent, "handle_tool_call_results", None
+        )
 
     async def _session(self, ctx: Any) -> object:
         if self.session_key is not None:
@@ -117,6 +120,7 @@ class _Guard:
     async def guarded_handle_results(
         self, ctx: Any, results: list[ToolCallResult], memory: Any
     ) -> None:
+        assert isinstance(self.agent, BaseWorkflowAgent) and self.handle_results is not None
         known = {tool.metadata.get_name() for tool in await self.agent.get_tools("")}
         for result in results:
             if result.tool_name in known or not result.tool_output.is_error:
@@ -155,7 +159,8 @@ def guard_agent(
     """Guard every tool call of ``agent`` (changed in place and returned; see module docs).
 
     Args:
-        agent: a workflow agent (``FunctionAgent``, ``ReActAgent``, ``CodeActAgent``).
+        agent: a workflow agent (``FunctionAgent``, ``ReActAgent``, ``CodeActAgent``) or an
+            ``AgentWorkflow`` (its tool calls, and each of its agents' missing tools).
         guard: the guard (its config, store, listeners and shadow mode apply).
         session_key: the conversation (default: one per workflow ``Context``).
         run_id: the agent run: a string or a callable taking the ``Context``.
@@ -166,15 +171,19 @@ def guard_agent(
     Raises:
         TypeError: ``agent`` is not a workflow agent, or is already guarded.
     """
-    if not isinstance(agent, BaseWorkflowAgent):
+    if not isinstance(agent, (BaseWorkflowAgent, AgentWorkflow)):
         raise TypeError(f"guard_agent needs a llama-index workflow agent, not {type(agent)}")
     if isinstance(agent.__dict__.get("_loopwatch"), _Guard):
         raise TypeError("this agent is already guarded")
     options = AdapterOptions(warn_model=warn_model, on_critical=on_critical)
-    state = _Guard(agent, guard, session_key, run_id, agent_id, options)
-    # The agent is a pydantic model: set the wrappers past its field validation.
+    ids = (guard, session_key, run_id, agent_id, options)
+    state = _Guard(agent, *ids)
+    # The agents are pydantic models: set the wrappers past their field validation.
     object.__setattr__(agent, "_call_tool", state.guarded_call_tool)
-    object.__setattr__(agent, "handle_tool_call_results", state.guarded_handle_results)
+    members = agent.agents.values() if isinstance(agent, AgentWorkflow) else [agent]
+    for member in members:
+        member_state = state if member is agent else _Guard(member, *ids)
+        object.__setattr__(member, "handle_tool_call_results", member_state.guarded_handle_results)
     agent.__dict__["_loopwatch"] = state
     return agent
 
