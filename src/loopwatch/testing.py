@@ -85,3 +85,179 @@ def drive(
 
 
 __all__ = ["FakeClock", "ReferenceStore", "ScriptedCall", "drive"]
+
+
+# ==========================================================================================
+# Scripted offline models (issue 16): what a looping model does, for every framework.
+#
+# Each framework adapter ships a small scripted model of its framework's own kind
+# (``loopwatch.integrations.<framework>.ScriptedModel`` and the like) that plays a
+# :class:`LoopScript`, so examples and users' tests run offline, with no API key. The
+# script itself knows nothing of frameworks: it is told what the model has read so far.
+# ==========================================================================================
+
+from collections.abc import Sequence  # noqa: E402  (this section is appended on its own)
+
+#: The call a looping model repeats by default: the README's ``read_file`` example.
+DEFAULT_LOOP_CALL: tuple[str, dict[str, Any]] = ("read_file", {"path": "notes.txt"})
+
+
+@dataclass(frozen=True)
+class LoopScript:
+    """What a scripted model does: call tools in a fixed cycle, then give a final answer.
+
+    The model makes call ``n`` (counting from 0) as ``calls[n % len(calls)]`` until it has
+    read ``times`` tool results, or until the last result it read contains ``stop_on``
+    (a model that gives up once told it is blocked); then it answers ``final``.
+
+    Attributes:
+        calls: the (tool name, arguments) pairs to cycle through; two alternating pairs
+            make a ping-pong.
+        times: how many tool results the model reads before answering.
+        final: the final answer's text.
+        stop_on: text that makes the model stop when it reads it (``None``: never stop
+            early).
+    """
+
+    calls: tuple[tuple[str, dict[str, Any]], ...] = (DEFAULT_LOOP_CALL,)
+    times: int = 60
+    final: str = "done"
+    stop_on: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.calls:
+            raise ValueError("a LoopScript needs at least one call")
+        if self.times < 0:
+            raise ValueError(f"times must be >= 0, not {self.times}")
+
+    def next_call(self, read: Sequence[object]) -> tuple[str, dict[str, Any]] | None:
+        """The next call, given the tool results read so far, or ``None`` to answer."""
+        if len(read) >= self.times:
+            return None
+        if self.stop_on is not None and read and self.stop_on in str(read[-1]):
+            return None
+        name, args = self.calls[len(read) % len(self.calls)]
+        return name, dict(args)
+
+
+def loop_script(
+    tool: str = DEFAULT_LOOP_CALL[0],
+    args: dict[str, Any] | None = None,
+    *,
+    times: int = 60,
+    final: str = "done",
+    stop_on: str | None = None,
+) -> LoopScript:
+    """A :class:`LoopScript` that calls one tool with the same arguments ``times`` times."""
+    call_args = dict(DEFAULT_LOOP_CALL[1]) if args is None else dict(args)
+    return LoopScript(calls=((tool, call_args),), times=times, final=final, stop_on=stop_on)
+
+
+__all__ += ["DEFAULT_LOOP_CALL", "LoopScript", "loop_script"]
+
+
+# --- scripted models of the frameworks whose adapters predate issue 16 -------------------
+# Each function imports its framework when called, so ``loopwatch.testing`` itself needs
+# none. The newer adapters ship theirs beside the adapter (``ScriptedModel`` and the like).
+
+
+def langchain_model(script: LoopScript | None = None) -> Any:
+    """A LangChain chat model playing ``script`` offline (``create_agent(model=...)``).
+
+    It reads the ``ToolMessage`` contents since the last human message.
+    """
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+
+    plan = script if script is not None else LoopScript()
+
+    class ScriptedChatModel(BaseChatModel):
+        @property
+        def _llm_type(self) -> str:
+            return "loopwatch-scripted"
+
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+            return self
+
+        def _generate(
+            self,
+            messages: list[BaseMessage],
+            stop: Any = None,
+            run_manager: Any = None,
+            **kwargs: Any,
+        ) -> ChatResult:
+            read: list[object] = []
+            for message in reversed(messages):
+                if message.type == "human":
+                    break
+                if isinstance(message, ToolMessage):
+                    read.insert(0, message.content)
+            step = plan.next_call(read)
+            if step is None:
+                answer = AIMessage(content=plan.final)
+            else:
+                call = {"name": step[0], "args": step[1], "id": f"call-{len(read) + 1}"}
+                answer = AIMessage(content="", tool_calls=[call])
+            return ChatResult(generations=[ChatGeneration(message=answer)])
+
+    return ScriptedChatModel()
+
+
+def openai_agents_model(script: LoopScript | None = None) -> Any:
+    """An OpenAI Agents SDK model playing ``script`` offline (``Agent(model=...)``).
+
+    Built on the SDK's own ``agents.testing.ScriptedModel``; it reads the
+    ``function_call_output`` items of the run's input.
+    """
+    from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
+
+    plan = script if script is not None else LoopScript()
+
+    def respond(call: ModelCall) -> list[Any]:
+        items = call.input if isinstance(call.input, list) else []
+        read = [
+            item.get("output")
+            for item in items
+            if isinstance(item, dict) and item.get("type") == "function_call_output"
+        ]
+        step = plan.next_call(read)
+        if step is None:
+            return [assistant_message(plan.final)]
+        return [function_call(step[0], step[1], call_id=f"call-{len(read) + 1}")]
+
+    return ScriptedModel([ModelStep.respond(respond) for _ in range(plan.times + 1)])
+
+
+def pydantic_ai_model(script: LoopScript | None = None) -> Any:
+    """A pydantic-ai model playing ``script`` offline (``Agent(model=...)``): a
+    ``FunctionModel`` reading the ``ToolReturnPart`` / ``RetryPromptPart`` contents."""
+    from pydantic_ai.messages import (
+        ModelMessage,
+        ModelRequest,
+        ModelResponse,
+        RetryPromptPart,
+        TextPart,
+        ToolCallPart,
+        ToolReturnPart,
+    )
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    plan = script if script is not None else LoopScript()
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        read: list[object] = []
+        for message in messages:
+            if isinstance(message, ModelRequest):
+                for part in message.parts:
+                    if isinstance(part, (ToolReturnPart, RetryPromptPart)):
+                        read.append(part.content)
+        step = plan.next_call(read)
+        if step is None:
+            return ModelResponse(parts=[TextPart(plan.final)])
+        return ModelResponse(parts=[ToolCallPart(step[0], step[1], f"call-{len(read) + 1}")])
+
+    return FunctionModel(respond)
+
+
+__all__ += ["langchain_model", "openai_agents_model", "pydantic_ai_model"]

@@ -1,0 +1,304 @@
+"""Microsoft Agent Framework: function and chat middleware that guard an agent's tool calls.
+
+::
+
+    from agent_framework import Agent
+    from loopwatch import LoopGuard
+    from loopwatch.integrations.agent_framework import loopguard_middleware
+
+    agent = Agent(client=client, tools=[read_file],
+                  middleware=loopguard_middleware(LoopGuard({"enabled": True})))
+    session = agent.create_session()
+    await agent.run("Summarise notes.txt", session=session)
+
+:func:`loopguard_middleware` returns the two middleware (SPEC §11):
+
+* :class:`LoopGuardFunctionMiddleware` (a ``FunctionMiddleware``) guards every call of a
+  function tool. A blocked call gets the blocked message as its result and the function is
+  not run. What the model is shown (the text of the result's contents) is recorded, then an
+  emitted warning is added as one more text content. A raised exception is recorded as the
+  call's error and re-raised (the framework shows the model ``Error: Function failed.``);
+  when a warning is emitted for it, the result becomes that error text plus the warning.
+* :class:`LoopGuardChatMiddleware` (a ``ChatMiddleware``) sees each model response. The
+  framework answers a call of a tool the agent does not have itself, without any function
+  middleware, so this middleware records such calls as failed calls naming the tool and runs
+  the stream-level :class:`~loopwatch.UnknownToolStreamGuard` (SPEC §5.7). A response whose
+  call of a missing tool the guard blocks is replaced by the blocked message as a plain
+  answer (the framework could only say "not found"), and so is one the stream guard stops.
+
+Sessions: the session is the ``AgentSession``'s ``session_id``; a run without a session uses
+``session_key`` (default ``"agent-framework"``, shared by every sessionless run: pass a
+session, or a ``session_key`` callable taking the middleware context). The framework has no
+per-run id visible to middleware, so no run id is recorded unless ``run_id`` is given. A host
+that compacts the conversation calls ``guard.compaction_retry(session_key=...)``.
+
+``on_critical="end_run"`` raises :class:`LoopDetectedFailure`, which is both a
+:class:`~loopwatch.LoopDetectedError` and the framework's ``MiddlewareFailure`` (the signal
+that aborts the run instead of becoming a tool error), out of ``agent.run``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Final, TypeAlias
+
+from agent_framework import (
+    BaseChatClient,
+    ChatContext,
+    ChatMiddleware,
+    ChatResponse,
+    Content,
+    FunctionInvocationContext,
+    FunctionMiddleware,
+    Message,
+)
+from agent_framework._middleware import ChatMiddlewareLayer, MiddlewareFailure
+from agent_framework._tools import FunctionInvocationLayer
+
+from loopwatch import LoopVerdict
+from loopwatch.adapter import (
+    WARNING_SEPARATOR,
+    AdapterOptions,
+    OnCritical,
+    StreamGuards,
+    ToolCall,
+    unknown_tool_error,
+)
+from loopwatch.errors import LoopDetectedError
+from loopwatch.guard import LoopGuard
+from loopwatch.testing import LoopScript
+
+#: A session key or run id: fixed, or computed from the middleware's context.
+IdSource: TypeAlias = "str | Callable[[Any], object] | None"
+
+#: The session of runs without an ``AgentSession`` when no ``session_key`` is given.
+DEFAULT_SESSION: Final = "agent-framework"
+#: What the framework shows the model for a function that raised (without detailed errors).
+FUNCTION_FAILED: Final = "Error: Function failed."
+
+
+class LoopDetectedFailure(LoopDetectedError, MiddlewareFailure):
+    """A :class:`~loopwatch.LoopDetectedError` the framework lets through to the caller."""
+
+    def __init__(self, verdict: LoopVerdict) -> None:
+        LoopDetectedError.__init__(self, verdict)
+
+
+def _texts(result: object) -> object:
+    """What the model is shown for a function result: the text of its contents."""
+    if isinstance(result, list) and all(isinstance(c, Content) for c in result):
+        return [c.text if c.type == "text" else c.to_dict() for c in result]
+    return result
+
+
+def _text_response(text: str) -> ChatResponse:
+    return ChatResponse(messages=[Message(role="assistant", contents=[text])])
+
+
+class _Ids:
+    """Session and run resolution shared by both middleware."""
+
+    def __init__(
+        self, guard: LoopGuard, session_key: IdSource, run_id: IdSource, agent_id: str | None
+    ) -> None:
+        self.guard = guard
+        self.session_key = session_key
+        self.run_id = run_id
+        self.agent_id = agent_id
+
+    def ids(self, context: Any) -> tuple[object, object]:
+        session = self.session_key(context) if callable(self.session_key) else self.session_key
+        if session is None:
+            agent_session = getattr(context, "session", None)
+            session = agent_session.session_id if agent_session is not None else DEFAULT_SESSION
+        run = self.run_id(context) if callable(self.run_id) else self.run_id
+        return session, run
+
+
+async def _start(tc: ToolCall) -> None:
+    try:
+        await tc.astart()
+    except LoopDetectedError as exc:
+        raise LoopDetectedFailure(exc.verdict) from None
+
+
+class LoopGuardFunctionMiddleware(FunctionMiddleware):
+    """Guards every function-tool call (see the module docs).
+
+    Args:
+        guard: the guard (its config, store, listeners and shadow mode apply).
+        session_key: the conversation (default: the ``AgentSession``'s id).
+        run_id: the agent run (default: none).
+        agent_id: the agent, for ``openclaw_config`` per-agent blocks.
+        warn_model: add an emitted warning to what the model reads.
+        on_critical: ``"block_call"`` or ``"end_run"`` (raise :class:`LoopDetectedFailure`).
+    """
+
+    def __init__(
+        self,
+        guard: LoopGuard,
+        *,
+        session_key: IdSource = None,
+        run_id: IdSource = None,
+        agent_id: str | None = None,
+        warn_model: bool = True,
+        on_critical: OnCritical = "block_call",
+    ) -> None:
+        self._ids = _Ids(guard, session_key, run_id, agent_id)
+        self.options = AdapterOptions(warn_model=warn_model, on_critical=on_critical)
+
+    async def process(
+        self, context: FunctionInvocationContext, call_next: Callable[[], Awaitable[None]]
+    ) -> None:
+        """Guard one call: block it, or run it, record it and add an emitted warning."""
+        session, run = self._ids.ids(context)
+        tc = ToolCall(
+            self._ids.guard,
+            context.function.name,
+            dict(context.arguments),
+            session_key=session,
+            run_id=run,
+            tool_call_id=context.metadata.get("call_id"),
+            agent_id=self._ids.agent_id,
+            options=self.options,
+        )
+        await _start(tc)
+        if tc.blocked:
+            context.result = tc.message
+            return
+        try:
+            await call_next()
+        except (MiddlewareFailure, LoopDetectedError):
+            raise
+        except Exception as exc:
+            tc.error(exc)
+            await tc.afinish()
+            if tc.warning is None:
+                raise
+            context.result = f"{FUNCTION_FAILED}{WARNING_SEPARATOR}{tc.warning}"
+            return
+        tc.result(_texts(context.result))
+        await tc.afinish()
+        warning = tc.warning
+        if warning is not None:
+            result = context.result
+            if isinstance(result, list):
+                context.result = [*result, Content.from_text(warning)]
+            else:
+                context.result = f"{result}{WARNING_SEPARATOR}{warning}"
+
+
+class LoopGuardChatMiddleware(ChatMiddleware):
+    """Records calls of tools the agent does not have and runs the stream guard.
+
+    Takes the same arguments as :class:`LoopGuardFunctionMiddleware` (``warn_model`` has
+    nothing to add to here).
+    """
+
+    def __init__(
+        self,
+        guard: LoopGuard,
+        *,
+        session_key: IdSource = None,
+        run_id: IdSource = None,
+        agent_id: str | None = None,
+        on_critical: OnCritical = "block_call",
+    ) -> None:
+        self._ids = _Ids(guard, session_key, run_id, agent_id)
+        self.options = AdapterOptions(on_critical=on_critical)
+        self.streams = StreamGuards(guard)
+
+    async def process(self, context: ChatContext, call_next: Callable[[], Awaitable[None]]) -> None:
+        """Screen the model's response for calls of missing tools."""
+        await call_next()
+        response = context.result
+        if not isinstance(response, ChatResponse):
+            return  # a streamed response: its calls are only known once consumed
+        known = [getattr(t, "name", None) for t in (context.options or {}).get("tools") or ()]
+        calls = [c for m in response.messages for c in m.contents if c.type == "function_call"]
+        session, run = self._ids.ids(context)
+        for call in (c for c in calls if c.name not in known):
+            tc = ToolCall(
+                self._ids.guard,
+                str(call.name),
+                call.parse_arguments() or {},
+                session_key=session,
+                run_id=run,
+                tool_call_id=call.call_id,
+                agent_id=self._ids.agent_id,
+                options=self.options,
+            )
+            await _start(tc)
+            if tc.blocked:
+                # The framework would answer the call itself: answer the turn instead.
+                context.result = _text_response(str(tc.message))
+                return
+            tc.error(unknown_tool_error(str(call.name)))
+            await tc.afinish()
+        text = self.streams.observe(
+            session, [c.name for c in calls], [k for k in known if k], agent_id=self._ids.agent_id
+        )
+        if text is not None:
+            context.result = _text_response(text)
+
+
+def loopguard_middleware(
+    guard: LoopGuard,
+    *,
+    session_key: IdSource = None,
+    run_id: IdSource = None,
+    agent_id: str | None = None,
+    warn_model: bool = True,
+    on_critical: OnCritical = "block_call",
+) -> list[FunctionMiddleware | ChatMiddleware]:
+    """Both middleware for one guard, for ``Agent(middleware=...)``."""
+    ids: dict[str, Any] = {"session_key": session_key, "run_id": run_id, "agent_id": agent_id}
+    return [
+        LoopGuardFunctionMiddleware(guard, warn_model=warn_model, on_critical=on_critical, **ids),
+        LoopGuardChatMiddleware(guard, on_critical=on_critical, **ids),
+    ]
+
+
+# --- a scripted offline model --------------------------------------------------------------
+
+
+class ScriptedChatClient(
+    FunctionInvocationLayer[Any], ChatMiddlewareLayer[Any], BaseChatClient[Any]
+):
+    """A chat client that plays a :class:`~loopwatch.testing.LoopScript`, offline.
+
+    It invokes functions and runs chat and function middleware like the framework's own
+    clients. ``max_iterations`` is raised so a long script is not cut short.
+    """
+
+    def __init__(self, script: LoopScript | None = None, **kwargs: Any) -> None:
+        self.script = script if script is not None else LoopScript()
+        config: Any = kwargs.pop("function_invocation_configuration", None) or {}
+        config.setdefault("max_iterations", self.script.times + 5)
+        config.setdefault("max_consecutive_errors_per_request", self.script.times + 5)
+        super().__init__(function_invocation_configuration=config, **kwargs)
+        self._calls = 0
+
+    async def _inner_get_response(
+        self, *, messages: Sequence[Message], stream: bool, options: Any, **kwargs: Any
+    ) -> ChatResponse:
+        read = [c.result for m in messages for c in m.contents if c.type == "function_result"]
+        step = self.script.next_call(read)
+        if step is None:
+            return _text_response(self.script.final)
+        self._calls += 1
+        call = Content.from_function_call(
+            call_id=f"call-{self._calls}", name=step[0], arguments=step[1]
+        )
+        return ChatResponse(messages=[Message(role="assistant", contents=[call])])
+
+
+__all__ = [
+    "DEFAULT_SESSION",
+    "FUNCTION_FAILED",
+    "LoopDetectedFailure",
+    "LoopGuardChatMiddleware",
+    "LoopGuardFunctionMiddleware",
+    "ScriptedChatClient",
+    "loopguard_middleware",
+]

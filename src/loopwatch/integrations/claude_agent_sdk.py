@@ -1,0 +1,252 @@
+"""Claude Agent SDK for Python: ``PreToolUse`` / ``PostToolUse`` hooks that guard tool calls.
+
+::
+
+    from claude_agent_sdk import ClaudeAgentOptions, query
+    from loopwatch import LoopGuard
+    from loopwatch.integrations.claude_agent_sdk import LoopGuardHooks
+
+    hooks = LoopGuardHooks(LoopGuard({"enabled": True}))
+    options = ClaudeAgentOptions(hooks=hooks.matchers())
+    async for message in query(prompt="Summarise notes.txt", options=options): ...
+
+The SDK drives the ``claude`` CLI, which runs the tools; the CLI calls these hooks around
+every tool call (SPEC §11):
+
+* ``PreToolUse`` asks the guard. A blocked call is denied (``permissionDecision: "deny"``)
+  with the blocked message as the reason, which the model reads; the tool is not run.
+* ``PostToolUse`` records the ``tool_response`` (what the model is shown) and, for an
+  emitted warning, returns it as ``additionalContext``, which the CLI gives the model with
+  the result (the tool's output itself is left alone).
+* ``PostToolUseFailure`` records the ``error`` text as the call's error, with the same
+  warning handling.
+
+A call of a tool the CLI does not have is only seen if the CLI runs the hooks for it (then it
+is recorded as the failure the CLI reports); the offline :class:`ScriptedSession` assumes it
+does not.
+
+Sessions and runs: the session is the hook input's ``session_id`` and the run its
+``prompt_id`` (one user prompt); pass ``session_key=`` / ``run_id=`` (strings, or callables
+taking the hook input) to choose. The CLI compacts on its own (a ``PreCompact`` hook): pass
+``compaction=True`` to :meth:`LoopGuardHooks.matchers` to arm the post-compaction guard
+there.
+
+``on_critical="end_run"``: a hook cannot raise into the caller (the CLI runs the loop), so a
+blocked call is denied *and* the hook answers ``continue: false`` with the blocked message as
+``stopReason``: the CLI stops the session.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, TypeAlias
+
+from claude_agent_sdk import HookContext, HookMatcher
+
+from loopwatch.adapter import AdapterOptions, OnCritical, ToolCall
+from loopwatch.guard import LoopGuard
+from loopwatch.testing import LoopScript
+
+#: A session key or run id: fixed, or computed from the hook input.
+IdSource: TypeAlias = "str | Callable[[Mapping[str, Any]], object] | None"
+
+#: How many started calls wait for their ``PostToolUse`` at most (a denied permission or an
+#: interrupted tool never sends one).
+MAX_PENDING: Final = 4096
+
+
+class LoopGuardHooks:
+    """The hook callbacks of one :class:`LoopGuard`, for ``ClaudeAgentOptions(hooks=...)``.
+
+    Args:
+        guard: the guard (its config, store, listeners and shadow mode apply).
+        session_key: the conversation (default: the hook input's ``session_id``).
+        run_id: the agent run (default: the hook input's ``prompt_id``).
+        agent_id: the agent, for ``openclaw_config`` per-agent blocks (default: the
+            sub-agent's ``agent_type`` when a hook fires inside one).
+        warn_model: give the model an emitted warning as ``additionalContext``.
+        on_critical: ``"block_call"`` (deny the call) or ``"end_run"`` (deny it and stop the
+            session).
+    """
+
+    def __init__(
+        self,
+        guard: LoopGuard,
+        *,
+        session_key: IdSource = None,
+        run_id: IdSource = None,
+        agent_id: str | None = None,
+        warn_model: bool = True,
+        on_critical: OnCritical = "block_call",
+    ) -> None:
+        self.guard = guard
+        self.session_key = session_key
+        self.run_id = run_id
+        self.agent_id = agent_id
+        # end_run is answered in the CLI's own idiom (continue: false), never raised.
+        self.end_run = on_critical == "end_run"
+        self.options = AdapterOptions(warn_model=warn_model, on_critical="block_call")
+        AdapterOptions(on_critical=on_critical)  # validates the value
+        self._pending: OrderedDict[object, ToolCall] = OrderedDict()
+
+    def matchers(self, *, compaction: bool = False) -> dict[Any, list[HookMatcher]]:
+        """The ``hooks=`` mapping: every tool, before, after and on failure."""
+        hooks: dict[Any, list[HookMatcher]] = {
+            "PreToolUse": [HookMatcher(hooks=[self.pre_tool_use])],
+            "PostToolUse": [HookMatcher(hooks=[self.post_tool_use])],
+            "PostToolUseFailure": [HookMatcher(hooks=[self.post_tool_use_failure])],
+        }
+        if compaction:
+            hooks["PreCompact"] = [HookMatcher(hooks=[self.pre_compact])]
+        return hooks
+
+    def _resolve(self, source: IdSource, data: Mapping[str, Any], key: str) -> object:
+        value = source(data) if callable(source) else source
+        return value if value is not None else data.get(key)
+
+    def _ids(self, data: Mapping[str, Any]) -> dict[str, object]:
+        return {
+            "session_key": self._resolve(self.session_key, data, "session_id"),
+            "run_id": self._resolve(self.run_id, data, "prompt_id"),
+            "agent_id": self.agent_id if self.agent_id is not None else data.get("agent_type"),
+        }
+
+    async def pre_tool_use(
+        self, input_data: Any, tool_use_id: str | None, context: HookContext
+    ) -> Any:
+        """Ask the guard; deny a blocked call with its message."""
+        data: Mapping[str, Any] = input_data
+        call_id = data.get("tool_use_id", tool_use_id)
+        tc = ToolCall(
+            self.guard,
+            str(data.get("tool_name")),
+            data.get("tool_input") or {},
+            tool_call_id=call_id,
+            options=self.options,
+            **self._ids(data),
+        )
+        await tc.astart()
+        if not tc.blocked:
+            self._pending[call_id] = tc
+            while len(self._pending) > MAX_PENDING:
+                self._pending.popitem(last=False)
+            return {}
+        message = str(tc.message)
+        answer: dict[str, Any] = {
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "deny",
+                "permissionDecisionReason": message,
+            }
+        }
+        if self.end_run:
+            answer["continue_"] = False
+            answer["stopReason"] = message
+        return answer
+
+    async def _finish(self, data: Mapping[str, Any], event: str, **outcome: object) -> Any:
+        tc = self._pending.pop(data.get("tool_use_id"), None)
+        if tc is None:
+            return {}  # never started here (or a blocked call): nothing to record
+        if "error" in outcome:
+            tc.error(outcome["error"])
+        else:
+            tc.result(outcome["result"])
+        await tc.afinish()
+        warning = tc.warning
+        if warning is None:
+            return {}
+        return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": warning}}
+
+    async def post_tool_use(
+        self, input_data: Any, tool_use_id: str | None, context: HookContext
+    ) -> Any:
+        """Record the tool's response; give the model an emitted warning."""
+        data: Mapping[str, Any] = input_data
+        return await self._finish(data, "PostToolUse", result=data.get("tool_response"))
+
+    async def post_tool_use_failure(
+        self, input_data: Any, tool_use_id: str | None, context: HookContext
+    ) -> Any:
+        """Record the failure's error text; give the model an emitted warning."""
+        data: Mapping[str, Any] = input_data
+        return await self._finish(data, "PostToolUseFailure", error=str(data.get("error")))
+
+    async def pre_compact(
+        self, input_data: Any, tool_use_id: str | None, context: HookContext
+    ) -> Any:
+        """Arm the post-compaction guard of the session (SPEC §6)."""
+        ids = self._ids(input_data)
+        await self.guard.acompaction_retry(
+            session_key=ids["session_key"], run_id=ids["run_id"], agent_id=ids["agent_id"]
+        )
+        return {}
+
+
+# --- a scripted offline session -------------------------------------------------------------
+
+#: What the CLI tells the model about a tool it does not have (no hook runs for it).
+NO_SUCH_TOOL: Final = "Error: No such tool available: {name}"
+
+
+@dataclass
+class ScriptedSession:
+    """Plays the CLI's part offline: a :class:`~loopwatch.testing.LoopScript` model whose
+    calls go through the hooks of ``hooks=`` as the CLI sends them, and ``tools`` run.
+
+    The payloads have the documented shape (``session_id``, ``tool_name``,
+    ``tool_input``, ``tool_use_id``, ``tool_response`` / ``error``). ``read`` is what the
+    model read after each call: the result or error, then any ``additionalContext``.
+    """
+
+    script: LoopScript = field(default_factory=LoopScript)
+    tools: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
+    session_id: str = "scripted-session"
+    read: list[str] = field(default_factory=list)
+    stopped: str | None = None
+
+    async def _hook(self, hooks: Mapping[Any, list[HookMatcher]], event: str, data: Any) -> Any:
+        answer: dict[str, Any] = {}
+        for matcher in hooks.get(event, ()):
+            for callback in matcher.hooks:
+                answer.update(await callback(data, data.get("tool_use_id"), {"signal": None}))
+        return answer
+
+    async def run(self, hooks: Mapping[Any, list[HookMatcher]]) -> str:
+        """Play the script to its end (or until a hook stops the session); the final text."""
+        base = {"session_id": self.session_id, "transcript_path": "", "cwd": "."}
+        while (step := self.script.next_call(self.read)) is not None:
+            name, args = step
+            call_id = f"toolu_{len(self.read) + 1:04d}"
+            data = {**base, "tool_name": name, "tool_input": args, "tool_use_id": call_id}
+            if name not in self.tools:
+                self.read.append(NO_SUCH_TOOL.format(name=name))
+                continue
+            pre = await self._hook(hooks, "PreToolUse", {**data, "hook_event_name": "PreToolUse"})
+            specific = pre.get("hookSpecificOutput") or {}
+            if specific.get("permissionDecision") == "deny":
+                self.read.append(str(specific.get("permissionDecisionReason")))
+                if pre.get("continue_") is False:
+                    self.stopped = str(pre.get("stopReason"))
+                    return self.stopped
+                continue
+            try:
+                result = self.tools[name](**args)
+            except Exception as exc:
+                event, text = "PostToolUseFailure", str(exc)
+                post = await self._hook(
+                    hooks, event, {**data, "hook_event_name": event, "error": text}
+                )
+            else:
+                event, text = "PostToolUse", str(result)
+                post = await self._hook(
+                    hooks, event, {**data, "hook_event_name": event, "tool_response": result}
+                )
+            extra = (post.get("hookSpecificOutput") or {}).get("additionalContext")
+            self.read.append(text if extra is None else f"{text}\n\n{extra}")
+        return self.script.final
+
+
+__all__ = ["MAX_PENDING", "NO_SUCH_TOOL", "LoopGuardHooks", "ScriptedSession"]

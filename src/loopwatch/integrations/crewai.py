@@ -1,0 +1,216 @@
+"""CrewAI: tool call hooks that guard every tool call of every crew.
+
+::
+
+    from loopwatch import LoopGuard
+    from loopwatch.integrations.crewai import LoopGuardToolHooks
+
+    hooks = LoopGuardToolHooks(LoopGuard({"enabled": True})).register()
+    crew.kickoff()
+    hooks.unregister()
+
+CrewAI runs its ``before_tool_call`` hooks before every tool call, including calls of tools
+the agent does not have, and its ``after_tool_call`` hooks after every call, including
+blocked ones; a string returned by an after hook replaces what the agent reads. So (SPEC
+§11):
+
+* the before hook asks the guard and returns ``False`` for a blocked call (CrewAI does not
+  run the tool); the after hook then replaces CrewAI's "blocked by hook" text with the
+  blocked message;
+* the after hook records what the agent reads: the tool's result, CrewAI's
+  ``Error executing tool: ...`` text as the call's error, and a call of a missing tool
+  (``Tool not found``) as a failed call naming the tool; then it appends an emitted warning.
+
+CrewAI swallows any exception a hook raises (hooks fail open), so ``on_critical="end_run"``
+cannot raise through a tool hook: after a block, the guard's ``before_llm_call`` hook stops
+the agent's next model call, CrewAI ends the run with its own error, and
+:attr:`LoopGuardToolHooks.loop_error` holds the :class:`~loopwatch.LoopDetectedError`.
+
+Sessions: the session is the crew's id (one ``Crew`` object is one conversation), else the
+agent's; pass ``session_key=`` (a string, or a callable taking the hook context) to choose.
+
+CrewAI pins ``pydantic<2.13``, ``openai<3`` and ``mcp<2``: it cannot share an environment
+with the other extras (``loopwatch[crewai]`` is not part of ``loopwatch[all]``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any, Final, TypeAlias
+
+from crewai.hooks import (
+    register_after_tool_call_hook,
+    register_before_llm_call_hook,
+    register_before_tool_call_hook,
+    unregister_after_tool_call_hook,
+    unregister_before_llm_call_hook,
+    unregister_before_tool_call_hook,
+)
+from crewai.llms.base_llm import BaseLLM
+
+from loopwatch.adapter import WARNING_SEPARATOR, AdapterOptions, OnCritical, ToolCall
+from loopwatch.adapter import unknown_tool_error as _unknown_tool_error
+from loopwatch.errors import LoopDetectedError
+from loopwatch.guard import LoopGuard
+from loopwatch.testing import LoopScript
+
+#: A session key or run id: fixed, or computed from the hook context.
+IdSource: TypeAlias = "str | Callable[[Any], object] | None"
+
+#: The prefix of CrewAI's text for a tool that raised.
+TOOL_ERROR_PREFIX: Final = "Error executing tool:"
+#: CrewAI's text for a call of a tool the agent does not have.
+TOOL_NOT_FOUND: Final = "Tool not found"
+
+
+class LoopGuardToolHooks:
+    """The tool call hooks of one :class:`LoopGuard` (see the module docs).
+
+    Args:
+        guard: the guard (its config, store, listeners and shadow mode apply).
+        session_key: the conversation (default: the crew's id, else the agent's).
+        run_id: the agent run (default: none).
+        agent_id: the agent, for ``openclaw_config`` per-agent blocks.
+        warn_model: append an emitted warning to what the agent reads.
+        on_critical: ``"block_call"`` or ``"end_run"`` (stop the agent's next model call).
+    """
+
+    def __init__(
+        self,
+        guard: LoopGuard,
+        *,
+        session_key: IdSource = None,
+        run_id: IdSource = None,
+        agent_id: str | None = None,
+        warn_model: bool = True,
+        on_critical: OnCritical = "block_call",
+    ) -> None:
+        self.guard = guard
+        self.session_key = session_key
+        self.run_id = run_id
+        self.agent_id = agent_id
+        self.options = AdapterOptions(warn_model=warn_model)
+        self.end_run = AdapterOptions(on_critical=on_critical).on_critical == "end_run"
+        self.loop_error: LoopDetectedError | None = None
+        self._pending: dict[int, ToolCall] = {}
+        self._stopped: set[object] = set()
+
+    # --- registration ------------------------------------------------------------------
+
+    def register(self) -> LoopGuardToolHooks:
+        """Register the hooks globally (for every crew); returns ``self``."""
+        register_before_tool_call_hook(self.before_tool_call)
+        register_after_tool_call_hook(self.after_tool_call)
+        register_before_llm_call_hook(self.before_llm_call)
+        return self
+
+    def unregister(self) -> None:
+        """Remove the hooks again."""
+        unregister_before_tool_call_hook(self.before_tool_call)
+        unregister_after_tool_call_hook(self.after_tool_call)
+        unregister_before_llm_call_hook(self.before_llm_call)
+
+    # --- the hooks -----------------------------------------------------------------------
+
+    def _session(self, context: Any) -> object:
+        if self.session_key is not None:
+            return self.session_key(context) if callable(self.session_key) else self.session_key
+        owner = getattr(context, "crew", None) or getattr(context, "agent", None)
+        owner_id = getattr(owner, "id", None)
+        return f"crewai:{owner_id}" if owner_id is not None else None
+
+    def before_tool_call(self, context: Any) -> bool | None:
+        """Ask the guard; ``False`` blocks the call."""
+        run = self.run_id(context) if callable(self.run_id) else self.run_id
+        tc = ToolCall(
+            self.guard,
+            str(context.tool_name),
+            dict(context.tool_input or {}),
+            session_key=self._session(context),
+            run_id=run,
+            agent_id=self.agent_id,
+            options=self.options,
+        )
+        tc.start()
+        self._pending[id(context.tool_input)] = tc
+        if not tc.blocked:
+            return None
+        if self.end_run:
+            self.loop_error = LoopDetectedError(tc.decision.verdict)
+            self._stopped.add(self._session(context))
+        return False
+
+    def after_tool_call(self, context: Any) -> str | None:
+        """Record what the agent reads; show the blocked message or an emitted warning."""
+        tc = self._pending.pop(id(context.tool_input), None)
+        if tc is None:
+            return None
+        if tc.blocked:
+            return tc.message
+        shown = context.tool_result
+        text = shown if isinstance(shown, str) else str(shown)
+        if getattr(context, "tool", None) is None and text == TOOL_NOT_FOUND:
+            tc.error(_unknown_tool_error(str(context.tool_name)))
+        elif text.startswith(TOOL_ERROR_PREFIX):
+            tc.error(text)
+        else:
+            tc.result(shown)
+        tc.finish()
+        warning = tc.warning
+        return None if warning is None else f"{text}{WARNING_SEPARATOR}{warning}"
+
+    def before_llm_call(self, context: Any) -> bool | None:
+        """Under ``end_run``, stop the next model call of a session whose call was blocked."""
+        session = self._session(context)
+        if session in self._stopped:
+            self._stopped.discard(session)
+            return False
+        return None
+
+
+# --- a scripted offline model --------------------------------------------------------------
+
+
+class ScriptedLLM(BaseLLM):  # type: ignore[misc]
+    """A CrewAI LLM with native tool calling that plays a
+    :class:`~loopwatch.testing.LoopScript` offline."""
+
+    def __init__(self, script: LoopScript | None = None, **kwargs: Any) -> None:
+        kwargs.setdefault("model", "loopwatch-scripted")
+        super().__init__(**kwargs)
+        self._script = script if script is not None else LoopScript()
+
+    def call(
+        self,
+        messages: Any,
+        tools: Any = None,
+        callbacks: Any = None,
+        available_functions: Any = None,
+        from_task: Any = None,
+        from_agent: Any = None,
+        response_model: Any = None,
+    ) -> Any:
+        """The script's next tool call, given the tool messages, or its final answer."""
+        listed = messages if isinstance(messages, list) else []
+        read = [m.get("content") for m in listed if isinstance(m, dict) and m.get("role") == "tool"]
+        step = self._script.next_call(read)
+        if step is None:
+            return self._script.final
+        function = {"name": step[0], "arguments": json.dumps(step[1])}
+        return [{"id": f"call-{len(read) + 1}", "type": "function", "function": function}]
+
+    def supports_function_calling(self) -> bool:
+        """Native tool calls."""
+        return True
+
+    def supports_stop_words(self) -> bool:
+        """No stop words."""
+        return False
+
+    def get_context_window_size(self) -> int:
+        """Large enough for any script."""
+        return 1_000_000
+
+
+__all__ = ["LoopGuardToolHooks", "ScriptedLLM"]

@@ -1,0 +1,252 @@
+"""smolagents: guard every tool call of a ``ToolCallingAgent`` (or a ``CodeAgent``'s tools).
+
+::
+
+    from smolagents import InferenceClientModel, ToolCallingAgent
+    from loopwatch import LoopGuard
+    from loopwatch.integrations.smolagents import guard_agent
+
+    agent = guard_agent(ToolCallingAgent(tools=[read_file], model=InferenceClientModel()),
+                        LoopGuard({"enabled": True}), session_key="thread-1")
+    agent.run("Summarise notes.txt")
+
+What :func:`guard_agent` does (SPEC §11):
+
+* A ``ToolCallingAgent`` runs every call through ``execute_tool_call``; the agent's one is
+  wrapped. A blocked call returns the blocked message as the observation and the tool is
+  not run. The observation the model reads (``str(result).strip()``) is recorded, then an
+  emitted warning is appended to it. A failing call reaches the model as smolagents'
+  ``AgentToolExecutionError``: it is recorded as the error, and an emitted warning is
+  appended to its message. A call of a tool the agent does not have is recorded as a failed
+  call naming the tool. ``final_answer``, which ends the run, is not guarded.
+* A ``CodeAgent`` calls its tools from the code the model writes: each of its tools'
+  ``forward`` is wrapped instead (calls of missing tools are Python errors of the code).
+
+Sessions: smolagents has none, so the session is ``session_key`` (a string or a callable
+evaluated on every call), by default one per agent object (``"smolagents:<name or id>"``),
+which keeps its history across ``run`` calls like the agent's own memory with
+``reset=False``. The run is ``run_id`` (default: none).
+
+``on_critical="end_run"`` raises :class:`~loopwatch.LoopDetectedError` out of
+``agent.run`` (smolagents only turns its own ``AgentError`` into a step error).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, Final, TypeVar
+
+from smolagents import CodeAgent, MultiStepAgent, Tool, ToolCallingAgent
+from smolagents.models import (
+    ChatMessage,
+    ChatMessageToolCall,
+    ChatMessageToolCallFunction,
+    MessageRole,
+    Model,
+)
+from smolagents.utils import AgentToolExecutionError
+
+from loopwatch.adapter import (
+    WARNING_SEPARATOR,
+    AdapterOptions,
+    IdSource,
+    OnCritical,
+    ToolCall,
+    unknown_tool_error,
+)
+from loopwatch.guard import LoopGuard
+from loopwatch.testing import LoopScript
+
+A = TypeVar("A", bound=MultiStepAgent)
+
+#: The tool that ends a smolagents run; it is not guarded.
+FINAL_ANSWER: Final = "final_answer"
+#: The prefixes smolagents puts before a tool response in the model's messages.
+_RESPONSE_PREFIXES: Final = ("Observation:\n", "Error:\n")
+
+
+def _observation(result: object) -> str:
+    """What the model reads for a tool result (smolagents' own rendering)."""
+    return str(result).strip()
+
+
+def _resolve(source: IdSource) -> object:
+    return source() if callable(source) else source
+
+
+class _Guarded:
+    """The wrapped ``execute_tool_call`` of one agent."""
+
+    def __init__(
+        self,
+        agent: ToolCallingAgent,
+        guard: LoopGuard,
+        session_key: IdSource,
+        run_id: IdSource,
+        agent_id: str | None,
+        options: AdapterOptions,
+    ) -> None:
+        self.agent = agent
+        self.inner = agent.execute_tool_call
+        self.guard = guard
+        self.session_key = session_key
+        self.run_id = run_id
+        self.agent_id = agent_id
+        self.options = options
+
+    def __call__(self, tool_name: str, arguments: dict[str, str] | str) -> Any:
+        if tool_name == FINAL_ANSWER:
+            return self.inner(tool_name, arguments)  # ends the run: nothing to guard
+        tc = ToolCall(
+            self.guard,
+            tool_name,
+            arguments,
+            session_key=_resolve(self.session_key),
+            run_id=_resolve(self.run_id),
+            agent_id=self.agent_id,
+            options=self.options,
+        )
+        tc.start()
+        if tc.blocked:
+            return tc.message
+        known = tool_name in self.agent.tools or tool_name in self.agent.managed_agents
+        try:
+            result = self.inner(tool_name, arguments)
+        except AgentToolExecutionError as exc:
+            tc.error(exc.message if known else unknown_tool_error(tool_name, exc.message))
+            tc.finish()
+            if tc.warning is None:
+                raise
+            raise AgentToolExecutionError(
+                f"{exc.message}{WARNING_SEPARATOR}{tc.warning}", self.agent.logger
+            ) from exc
+        except Exception as exc:
+            tc.error(exc)
+            tc.finish()
+            raise
+        tc.result(_observation(result))
+        tc.finish()
+        warning = tc.warning
+        return result if warning is None else f"{_observation(result)}{WARNING_SEPARATOR}{warning}"
+
+
+def _guard_tool(
+    tool: Tool, guard: LoopGuard, ids: Callable[[], dict[str, Any]], options: AdapterOptions
+) -> None:
+    """Wrap a ``CodeAgent`` tool's ``forward`` (called with the code's arguments)."""
+    inner = tool.forward
+    names = list(tool.inputs)
+
+    @functools.wraps(inner)
+    def forward(*args: Any, **kwargs: Any) -> Any:
+        params = {**dict(zip(names, args, strict=False)), **kwargs}
+        tc = ToolCall(guard, tool.name, params, options=options, **ids())
+        tc.start()
+        if tc.blocked:
+            return tc.message
+        try:
+            result = inner(*args, **kwargs)
+        except Exception as exc:
+            tc.error(exc)
+            tc.finish()
+            raise
+        tc.result(_observation(result))
+        tc.finish()
+        warning = tc.warning
+        return result if warning is None else f"{_observation(result)}{WARNING_SEPARATOR}{warning}"
+
+    tool.forward = forward
+
+
+def guard_agent(
+    agent: A,
+    guard: LoopGuard,
+    *,
+    session_key: IdSource = None,
+    run_id: IdSource = None,
+    agent_id: str | None = None,
+    warn_model: bool = True,
+    on_critical: OnCritical = "block_call",
+) -> A:
+    """Guard every tool call of ``agent`` (changed in place and returned; see the module docs).
+
+    Args:
+        agent: a ``ToolCallingAgent`` or a ``CodeAgent``.
+        guard: the guard (its config, store, listeners and shadow mode apply).
+        session_key: the conversation: a string or a callable (default: one per agent).
+        run_id: the agent run, likewise (default: none).
+        agent_id: the agent, for ``openclaw_config`` per-agent blocks.
+        warn_model: append an emitted warning to what the model reads.
+        on_critical: ``"block_call"`` or ``"end_run"`` (raise ``LoopDetectedError``).
+
+    Raises:
+        TypeError: ``agent`` is neither kind, or is already guarded.
+    """
+    options = AdapterOptions(warn_model=warn_model, on_critical=on_critical)
+    if not isinstance(agent, (ToolCallingAgent, CodeAgent)):
+        raise TypeError(f"guard_agent needs a ToolCallingAgent or a CodeAgent, not {type(agent)}")
+    session = session_key if session_key is not None else f"smolagents:{agent.name or id(agent)}"
+    if isinstance(agent, ToolCallingAgent):
+        if isinstance(agent.execute_tool_call, _Guarded):
+            raise TypeError("this agent is already guarded")
+        agent.execute_tool_call = _Guarded(agent, guard, session, run_id, agent_id, options)
+        return agent
+
+    def ids() -> dict[str, Any]:
+        return {"session_key": _resolve(session), "run_id": _resolve(run_id), "agent_id": agent_id}
+
+    for tool in agent.tools.values():  # a CodeAgent
+        if tool.name != FINAL_ANSWER:
+            _guard_tool(tool, guard, ids, options)
+    return agent
+
+
+# --- a scripted offline model --------------------------------------------------------------
+
+
+def _text(message: Any) -> str:
+    content = message.content
+    if isinstance(content, list):
+        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return str(content or "")
+
+
+class ScriptedModel(Model):  # type: ignore[misc]
+    """A smolagents ``Model`` (for a ``ToolCallingAgent``) that plays a
+    :class:`~loopwatch.testing.LoopScript` offline, then calls ``final_answer``."""
+
+    def __init__(self, script: LoopScript | None = None, **kwargs: Any) -> None:
+        kwargs.setdefault("model_id", "loopwatch-scripted")
+        super().__init__(**kwargs)
+        self.script = script if script is not None else LoopScript()
+        self._calls = 0
+
+    def generate(
+        self,
+        messages: list[ChatMessage | dict[str, Any]],
+        stop_sequences: list[str] | None = None,
+        response_format: dict[str, str] | None = None,
+        tools_to_call_from: list[Tool] | None = None,
+        **kwargs: Any,
+    ) -> ChatMessage:
+        """The script's next call, given the tool responses in ``messages``."""
+        read = []
+        for message in messages:
+            if isinstance(message, ChatMessage) and message.role == MessageRole.TOOL_RESPONSE:
+                text = _text(message)
+                for prefix in _RESPONSE_PREFIXES:
+                    text = text.removeprefix(prefix)
+                read.append(text)
+        step = self.script.next_call(read)
+        name, args = step if step is not None else (FINAL_ANSWER, {"answer": self.script.final})
+        self._calls += 1
+        call = ChatMessageToolCall(
+            id=f"call-{self._calls}",
+            type="function",
+            function=ChatMessageToolCallFunction(name=name, arguments=args),
+        )
+        return ChatMessage(role=MessageRole.ASSISTANT, content="", tool_calls=[call])
+
+
+__all__ = ["ScriptedModel", "guard_agent"]

@@ -1,0 +1,145 @@
+"""CrewAI: a real ``Crew`` with a scripted offline LLM (native tool calls) and tool hooks.
+
+CrewAI pins ``pydantic<2.13``, ``openai<3`` and ``mcp<2``, so it cannot be installed beside
+the other extras and this module is not collected by the default run (its name does not
+start with ``test_``). Run it explicitly, in an environment with ``loopwatch[crewai,dev]``::
+
+    python -m venv /tmp/venv-crewai && /tmp/venv-crewai/bin/pip install crewai pytest \\
+        pytest-asyncio hypothesis json5
+    PYTHONPATH=src /tmp/venv-crewai/bin/python -m pytest -q tests/integrations/crewai_tier.py
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
+os.environ.setdefault("OTEL_SDK_DISABLED", "true")
+os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")
+
+import pytest
+from crewai import Agent, Crew, Task
+from crewai.tools import tool
+from crewai.tools.tool_failure import ToolExecutionFailedError
+from crewai.utilities import agent_utils
+from framework_matrix import BY_NAME, FAILURE, SCENARIOS, Scenario, Tools, blocks, make_guard
+
+from loopwatch import LoopGuard
+from loopwatch.integrations.crewai import LoopGuardToolHooks, ScriptedLLM
+from loopwatch.testing import LoopScript
+
+
+class ReadingLLM(ScriptedLLM):
+    """The scripted LLM, remembering the tool messages it last read."""
+
+    def call(self, messages: Any, *args: Any, **kwargs: Any) -> Any:
+        listed = messages if isinstance(messages, list) else []
+        self.__dict__["read"] = [m.get("content") for m in listed if m.get("role") == "tool"]
+        return super().call(messages, *args, **kwargs)
+
+
+def make_crew(script: LoopScript, tools: Tools) -> tuple[Crew, ReadingLLM]:
+    @tool("read_file")
+    def read_file(path: str) -> str:
+        """Read a file."""
+        return tools.read_file(path)
+
+    @tool("list_dir")
+    def list_dir(path: str) -> str:
+        """List a folder."""
+        return tools.list_dir(path)
+
+    @tool("flaky_read")
+    def flaky_read(path: str) -> str:
+        """Read a file, unreliably."""
+        return tools.flaky_read(path)
+
+    llm = ReadingLLM(script)
+    agent = Agent(
+        role="reader",
+        goal="read notes",
+        backstory="reads",
+        llm=llm,
+        max_iter=script.times + 5,
+        tools=[read_file, list_dir, flaky_read],
+        verbose=False,
+    )
+    task = Task(description="Summarise notes.txt", expected_output="a summary", agent=agent)
+    return Crew(agents=[agent], tasks=[task], verbose=False), llm
+
+
+@pytest.fixture(autouse=True)
+def crewai_repeat_limit(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> None:
+    """CrewAI stops a run itself at the 5th identical (tool, args, result) call; the matrix
+    lifts that limit to measure loopwatch alone (``test_crewai_own_limit`` keeps it)."""
+    if "own_limit" not in request.node.name:
+        monkeypatch.setattr(agent_utils, "MAX_REPEATED_TOOL_CALLS", 10_000)
+
+
+@pytest.fixture
+def hooks_of() -> Iterator[list[LoopGuardToolHooks]]:
+    registered: list[LoopGuardToolHooks] = []
+    yield registered
+    for hooks in registered:
+        hooks.unregister()
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+def test_the_matrix(scenario: Scenario, hooks_of: list[LoopGuardToolHooks]) -> None:
+    guard, events = make_guard()
+    hooks_of.append(LoopGuardToolHooks(guard, session_key="crew-1").register())
+    tools = Tools()
+    crew, llm = make_crew(scenario.script, tools)
+    assert str(crew.kickoff()) == "done"
+    read = llm.__dict__["read"]
+
+    assert len(read) == 60
+    assert tools.total == scenario.executions
+    assert blocks(events) == scenario.blocks
+    if scenario.warned_at is not None:
+        assert str(read[scenario.warned_at]).endswith(str(scenario.warning))
+        assert "WARNING" not in str(read[scenario.warned_at - 1])
+    if scenario.blocked_message is not None:
+        assert read[-1] == scenario.blocked_message
+    history = guard.history(session_key="crew-1")
+    if scenario.name == "unknown":
+        assert [r.unknown_tool_name for r in history] == ["open_file"] * 10
+    if scenario.name == "failing":
+        assert FAILURE in str(read[0])
+
+
+def test_end_run_stops_the_crew(hooks_of: list[LoopGuardToolHooks]) -> None:
+    guard, _ = make_guard()
+    hooks = LoopGuardToolHooks(guard, on_critical="end_run").register()
+    hooks_of.append(hooks)
+    tools = Tools()
+    crew, _ = make_crew(BY_NAME["repeat"].script, tools)
+    with pytest.raises(Exception, match="blocked by before_llm_call"):
+        crew.kickoff()
+    assert hooks.loop_error is not None
+    assert str(hooks.loop_error) == BY_NAME["repeat"].blocked_message
+    assert tools.total == 20
+
+
+def test_the_default_session_is_the_crew(hooks_of: list[LoopGuardToolHooks]) -> None:
+    guard, _ = make_guard()
+    hooks_of.append(LoopGuardToolHooks(guard).register())
+    crew, _ = make_crew(LoopScript(times=3), Tools())
+    crew.kickoff()
+    assert len(guard.history(session_key=f"crewai:{crew.id}")) == 3
+    with pytest.raises(ValueError, match="on_critical"):
+        LoopGuardToolHooks(LoopGuard(), on_critical="stop")  # type: ignore[arg-type]
+
+
+def test_crewai_own_limit_stops_identical_calls_at_five(hooks_of: list[LoopGuardToolHooks]) -> None:
+    guard, events = make_guard()
+    hooks_of.append(LoopGuardToolHooks(guard, session_key="crew-2").register())
+    tools = Tools()
+    crew, _ = make_crew(BY_NAME["repeat"].script, tools)
+    with pytest.raises(ToolExecutionFailedError, match="same arguments 5 times"):
+        crew.kickoff()
+    assert tools.total == 5
+    assert len(guard.history(session_key="crew-2")) == 5
+    assert blocks(events) == 0

@@ -1,0 +1,141 @@
+"""Microsoft Agent Framework: a real ``Agent`` with a scripted offline chat client."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from agent_framework import Agent, AgentResponse, Message
+from framework_matrix import BY_NAME, SCENARIOS, Scenario, Tools, blocks, make_guard
+
+from loopwatch import LoopDetectedError
+from loopwatch import messages as texts
+from loopwatch.integrations.agent_framework import (
+    DEFAULT_SESSION,
+    FUNCTION_FAILED,
+    LoopDetectedFailure,
+    ScriptedChatClient,
+    loopguard_middleware,
+)
+from loopwatch.testing import LoopScript
+
+
+def make_agent(script: LoopScript, tools: Tools, middleware: list[Any]) -> Agent[Any]:
+    return Agent(
+        client=ScriptedChatClient(script),
+        tools=[tools.read_file, tools.list_dir, tools.flaky_read],
+        middleware=middleware,
+    )
+
+
+def shown(response: AgentResponse[Any]) -> list[Any]:
+    """The function results the model read, as text."""
+    results = []
+    for message in response.messages:
+        for content in message.contents:
+            if content.type == "function_result":
+                results.append(content.result)
+    return results
+
+
+def text(value: Any) -> str:
+    if isinstance(value, list):
+        return "\n".join(str(getattr(c, "text", c)) for c in value)
+    return str(value)
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+async def test_the_matrix(scenario: Scenario) -> None:
+    guard, events = make_guard()
+    tools = Tools()
+    agent = make_agent(scenario.script, tools, loopguard_middleware(guard))
+    session = agent.create_session()
+    response = await agent.run("Summarise notes.txt", session=session)
+    results = [text(r) for r in shown(response)]
+
+    assert tools.total == scenario.executions
+    history = guard.history(session_key=session.session_id)
+    if scenario.name == "unknown":
+        # The framework answers missing tools itself; the 11th call's block ends the turn.
+        assert [r.unknown_tool_name for r in history] == ["open_file"] * 10
+        assert blocks(events) == 1
+        assert response.text == scenario.blocked_message
+        return
+    assert blocks(events) == scenario.blocks
+    assert len(results) == 60
+    if scenario.warned_at is not None:
+        assert results[scenario.warned_at].endswith(str(scenario.warning))
+        assert str(scenario.warning) not in results[scenario.warned_at - 1]
+    if scenario.blocked_message is not None:
+        assert scenario.blocked_message in results
+    if scenario.name == "failing":
+        assert results[0] == FUNCTION_FAILED
+        assert results[scenario.warned_at or 0] == f"{FUNCTION_FAILED}\n\n{scenario.warning}"
+
+
+async def test_end_run_raises_a_loop_detected_error_out_of_run() -> None:
+    guard, _ = make_guard()
+    tools = Tools()
+    agent = make_agent(
+        BY_NAME["repeat"].script, tools, loopguard_middleware(guard, on_critical="end_run")
+    )
+    with pytest.raises(LoopDetectedError) as caught:
+        await agent.run("go", session=agent.create_session())
+    assert isinstance(caught.value, LoopDetectedFailure)
+    assert str(caught.value) == BY_NAME["repeat"].blocked_message
+    assert tools.total == 20
+
+
+async def test_end_run_on_a_missing_tool() -> None:
+    guard, _ = make_guard()
+    agent = make_agent(
+        BY_NAME["unknown"].script, Tools(), loopguard_middleware(guard, on_critical="end_run")
+    )
+    with pytest.raises(LoopDetectedError) as caught:
+        await agent.run("go")
+    assert str(caught.value) == texts.UNKNOWN_TOOL_CRITICAL.format(name="open_file", count=10)
+
+
+async def test_a_lower_unknown_tool_threshold_ends_the_streak_sooner() -> None:
+    guard, _ = make_guard(config={"enabled": True, "unknownToolThreshold": 3})
+    agent = make_agent(BY_NAME["unknown"].script, Tools(), loopguard_middleware(guard))
+    response = await agent.run("go")
+    assert response.text == texts.UNKNOWN_TOOL_CRITICAL.format(name="open_file", count=3)
+    assert len(guard.history(session_key=DEFAULT_SESSION)) == 3
+
+
+async def test_warn_model_off_and_shadow_mode() -> None:
+    guard, _ = make_guard()
+    agent = make_agent(
+        BY_NAME["repeat"].script, Tools(), loopguard_middleware(guard, warn_model=False)
+    )
+    results = [text(r) for r in shown(await agent.run("go"))]
+    assert not any("WARNING" in r for r in results)
+
+    guard, events = make_guard(enforce=False)
+    tools = Tools()
+    agent = make_agent(BY_NAME["repeat"].script, tools, loopguard_middleware(guard))
+    await agent.run("go")
+    assert tools.total == 60
+    assert blocks(events) == 0
+
+
+async def test_async_tools_and_a_chosen_session() -> None:
+    guard, events = make_guard()
+    runs = 0
+
+    async def read_file(path: str) -> str:
+        """Read a file."""
+        nonlocal runs
+        runs += 1
+        return "the same text"
+
+    agent = Agent(
+        client=ScriptedChatClient(BY_NAME["repeat"].script),
+        tools=[read_file],
+        middleware=loopguard_middleware(guard, session_key="thread-9", run_id="r-1"),
+    )
+    await agent.run([Message(role="user", contents=["go"])])
+    assert runs == 20
+    assert blocks(events) == 40
+    assert {r.run_id for r in guard.history(session_key="thread-9")} == {"r-1"}

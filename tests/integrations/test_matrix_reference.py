@@ -1,0 +1,40 @@
+"""The matrix's expected figures are what the core gives for the same calls."""
+
+from __future__ import annotations
+
+import pytest
+from framework_matrix import SCENARIOS, Scenario, make_guard, reference_calls
+
+from loopwatch.testing import LoopScript, drive, loop_script
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+def test_the_matrix_matches_drive(scenario: Scenario) -> None:
+    guard, events = make_guard()
+    decisions = drive(guard, reference_calls(scenario))
+    ran = sum(1 for d in decisions if d.tool_result is None)
+    if scenario.name == "unknown":
+        ran = 0  # drive "runs" the missing tool; a framework cannot
+    assert ran == scenario.executions
+    assert sum(1 for e in events if e.type == "tool.execution.blocked") == scenario.blocks
+    emitted = [i for i, d in enumerate(decisions) if d.action == "warn" and d.emitted]
+    if scenario.warned_at is not None:
+        assert emitted[0] == scenario.warned_at
+        assert decisions[scenario.warned_at].verdict.message == scenario.warning
+
+
+def test_loop_script_cycles_stops_and_answers() -> None:
+    script = LoopScript(calls=(("a", {"x": 1}), ("b", {})), times=3, stop_on="STOP")
+    assert script.next_call([]) == ("a", {"x": 1})
+    assert script.next_call(["r"]) == ("b", {})
+    assert script.next_call(["r", "r"]) == ("a", {"x": 1})
+    assert script.next_call(["r", "r", "r"]) is None
+    assert script.next_call(["r", "please STOP now"]) is None
+    assert loop_script("t", {"p": 1}, times=1).next_call([]) == ("t", {"p": 1})
+
+
+def test_loop_script_is_validated() -> None:
+    with pytest.raises(ValueError, match="at least one call"):
+        LoopScript(calls=())
+    with pytest.raises(ValueError, match="times"):
+        LoopScript(times=-1)

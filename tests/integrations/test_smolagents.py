@@ -1,0 +1,122 @@
+"""smolagents: a real ``ToolCallingAgent`` (and ``CodeAgent`` tools) with a scripted model."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from framework_matrix import BY_NAME, FAILURE, SCENARIOS, Scenario, Tools, blocks, make_guard
+from smolagents import CodeAgent, Tool, ToolCallingAgent
+from smolagents.memory import ActionStep
+
+from loopwatch import LoopDetectedError
+from loopwatch.integrations.smolagents import ScriptedModel, guard_agent
+from loopwatch.testing import LoopScript
+
+
+def smol_tools(tools: Tools) -> list[Tool]:
+    """The three matrix tools as smolagents ``Tool`` objects."""
+
+    def make(name: str, fn: Any) -> Tool:
+        class _T(Tool):  # type: ignore[misc]
+            inputs = {"path": {"type": "string", "description": "the path"}}  # noqa: RUF012
+            output_type = "string"
+
+            def forward(self, path: str) -> str:
+                return str(fn(path))
+
+        _T.name = name
+        _T.description = f"{name} a path"
+        return _T()
+
+    return [
+        make("read_file", tools.read_file),
+        make("list_dir", tools.list_dir),
+        make("flaky_read", tools.flaky_read),
+    ]
+
+
+def make_agent(script: LoopScript, tools: Tools) -> ToolCallingAgent:
+    return ToolCallingAgent(
+        tools=smol_tools(tools),
+        model=ScriptedModel(script),
+        max_steps=script.times + 2,
+        verbosity_level=0,
+    )
+
+
+def observations(agent: ToolCallingAgent) -> list[str]:
+    """What the model read after each step: the observation, or the error."""
+    read = []
+    for step in agent.memory.steps:
+        if not isinstance(step, ActionStep):
+            continue
+        if step.error is not None:
+            read.append(str(step.error))
+        elif step.tool_calls and step.tool_calls[0].name != "final_answer":
+            read.append(str(step.observations))
+    return read
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+def test_the_matrix(scenario: Scenario) -> None:
+    guard, events = make_guard()
+    tools = Tools()
+    agent = guard_agent(make_agent(scenario.script, tools), guard, session_key="thread-1")
+    assert agent.run("Summarise notes.txt") == "done"
+    read = observations(agent)
+
+    assert len(read) == 60
+    assert tools.total == scenario.executions
+    assert blocks(events) == scenario.blocks
+    if scenario.warned_at is not None:
+        assert read[scenario.warned_at].endswith(f"\n\n{scenario.warning}")
+        assert "WARNING" not in read[scenario.warned_at - 1]
+    if scenario.blocked_message is not None:
+        assert read[-1] == scenario.blocked_message
+    history = guard.history(session_key="thread-1")
+    if scenario.name == "unknown":
+        assert [r.unknown_tool_name for r in history] == ["open_file"] * 10
+    if scenario.name == "failing":
+        assert FAILURE in read[0]
+
+
+@pytest.mark.parametrize("name", ["repeat", "unknown", "failing"])
+def test_end_run_raises_out_of_run(name: str) -> None:
+    guard, _ = make_guard()
+    tools = Tools()
+    agent = guard_agent(make_agent(BY_NAME[name].script, tools), guard, on_critical="end_run")
+    with pytest.raises(LoopDetectedError) as caught:
+        agent.run("go")
+    if BY_NAME[name].blocked_message is not None:
+        assert str(caught.value) == BY_NAME[name].blocked_message
+    assert tools.total == BY_NAME[name].executions
+
+
+def test_default_session_shadow_mode_and_warn_model_off() -> None:
+    guard, events = make_guard(enforce=False)
+    tools = Tools()
+    agent = guard_agent(make_agent(BY_NAME["repeat"].script, tools), guard, warn_model=False)
+    agent.run("go")
+    assert tools.total == 60
+    assert blocks(events) == 0
+    assert not any("WARNING" in r for r in observations(agent))
+    assert len(guard.history(session_key=f"smolagents:{id(agent)}")) == 30  # historySize
+    with pytest.raises(TypeError, match="already guarded"):
+        guard_agent(agent, guard)
+
+
+def test_code_agent_tools_are_guarded() -> None:
+    guard, events = make_guard()
+    tools = Tools()
+    agent = guard_agent(
+        CodeAgent(tools=smol_tools(tools), model=ScriptedModel()), guard, session_key="code"
+    )
+    read_file = agent.tools["read_file"]
+    shown = [read_file("notes.txt") for _ in range(60)]
+    assert tools.total == 20
+    assert blocks(events) == 40
+    assert shown[10].endswith(str(BY_NAME["repeat"].warning))
+    assert shown[20] == BY_NAME["repeat"].blocked_message
+    with pytest.raises(TypeError, match="ToolCallingAgent or a CodeAgent"):
+        guard_agent(object(), guard)  # type: ignore[type-var]
