@@ -10,49 +10,49 @@ Everything public is importable from here; the submodules are implementation det
 """
 
 import logging as _logging
+from importlib import import_module as _import_module
 from typing import TYPE_CHECKING
 
-from loopwatch.adapter import AdapterOptions, ToolCall
-from loopwatch.config import (
-    ConfigError,
-    ConfigIssue,
-    Detectors,
-    LoopDetectionConfig,
-    PostCompactionGuardConfig,
-    ResolvedConfig,
-    merge_agent_config,
-    resolve_config,
-)
-from loopwatch.core._undefined import UNDEFINED
-from loopwatch.core.records import (
-    SessionState,
-    ToolCallRecord,
-    record_tool_call,
-    record_tool_call_outcome,
-)
-from loopwatch.detectors.compaction import (
-    GuardSnapshot,
-    GuardVerdict,
-    PostCompactionGuard,
-    PostCompactionLoopPersistedError,
-)
-from loopwatch.detectors.reference import LoopVerdict, detect_tool_call_loop
-from loopwatch.detectors.streamguard import UnknownToolStreamGuard
-from loopwatch.errors import LoopDetectedError, LoopwatchError
-from loopwatch.events import (
-    CompactionLoopPersistedEvent,
-    GuardArmedEvent,
-    LoopEvent,
-    StoreErrorEvent,
-    ToolExecutionBlockedEvent,
-    ToolLoopEvent,
-)
-from loopwatch.fingerprint import hash_tool_call, stable_stringify
-from loopwatch.guard import Decision, LoopGuard
-from loopwatch.outcomes import OutcomeHash, hash_tool_outcome
-from loopwatch.stores import MemoryStore, Store, StoreError
-
 if TYPE_CHECKING:
+    from loopwatch.adapter import AdapterOptions, ToolCall
+    from loopwatch.config import (
+        ConfigError,
+        ConfigIssue,
+        Detectors,
+        LoopDetectionConfig,
+        PostCompactionGuardConfig,
+        ResolvedConfig,
+        merge_agent_config,
+        resolve_config,
+    )
+    from loopwatch.core._undefined import UNDEFINED
+    from loopwatch.core.records import (
+        SessionState,
+        ToolCallRecord,
+        record_tool_call,
+        record_tool_call_outcome,
+    )
+    from loopwatch.detectors.compaction import (
+        GuardSnapshot,
+        GuardVerdict,
+        PostCompactionGuard,
+        PostCompactionLoopPersistedError,
+    )
+    from loopwatch.detectors.reference import LoopVerdict, detect_tool_call_loop
+    from loopwatch.detectors.streamguard import UnknownToolStreamGuard
+    from loopwatch.errors import LoopDetectedError, LoopwatchError
+    from loopwatch.events import (
+        CompactionLoopPersistedEvent,
+        GuardArmedEvent,
+        LoopEvent,
+        StoreErrorEvent,
+        ToolExecutionBlockedEvent,
+        ToolLoopEvent,
+    )
+    from loopwatch.fingerprint import hash_tool_call, stable_stringify
+    from loopwatch.guard import Decision, LoopGuard
+    from loopwatch.outcomes import OutcomeHash, hash_tool_outcome
+    from loopwatch.stores import MemoryStore, Store, StoreError
     from loopwatch.stores.redis import RedisStore
     from loopwatch.stores.url import store_from_url
 
@@ -61,6 +61,54 @@ __version__ = "0.1.0"
 # A library never configures logging; without a handler of the host's, lines are dropped
 # rather than printed by logging's last-resort handler.
 _logging.getLogger("loopwatch").addHandler(_logging.NullHandler())
+
+#: Where each public name lives. ``import loopwatch`` imports none of them: a name's module
+#: is imported on first use (PEP 562), so a hook process or a CLI command pays only for
+#: what it touches, and ``import loopwatch`` never loads redis, asyncio or the adaptive
+#: profile.
+_LAZY: dict[str, str] = {
+    "AdapterOptions": "loopwatch.adapter",
+    "CompactionLoopPersistedEvent": "loopwatch.events",
+    "ConfigError": "loopwatch.config",
+    "ConfigIssue": "loopwatch.config",
+    "Decision": "loopwatch.guard",
+    "Detectors": "loopwatch.config",
+    "GuardArmedEvent": "loopwatch.events",
+    "GuardSnapshot": "loopwatch.detectors.compaction",
+    "GuardVerdict": "loopwatch.detectors.compaction",
+    "LoopDetectedError": "loopwatch.errors",
+    "LoopDetectionConfig": "loopwatch.config",
+    "LoopEvent": "loopwatch.events",
+    "LoopGuard": "loopwatch.guard",
+    "LoopVerdict": "loopwatch.detectors.reference",
+    "LoopwatchError": "loopwatch.errors",
+    "MemoryStore": "loopwatch.stores",
+    "OutcomeHash": "loopwatch.outcomes",
+    "PostCompactionGuard": "loopwatch.detectors.compaction",
+    "PostCompactionGuardConfig": "loopwatch.config",
+    "PostCompactionLoopPersistedError": "loopwatch.detectors.compaction",
+    "RedisStore": "loopwatch.stores",
+    "ResolvedConfig": "loopwatch.config",
+    "SessionState": "loopwatch.core.records",
+    "Store": "loopwatch.stores",
+    "StoreError": "loopwatch.stores",
+    "StoreErrorEvent": "loopwatch.events",
+    "ToolCall": "loopwatch.adapter",
+    "ToolCallRecord": "loopwatch.core.records",
+    "ToolExecutionBlockedEvent": "loopwatch.events",
+    "ToolLoopEvent": "loopwatch.events",
+    "UNDEFINED": "loopwatch.core._undefined",
+    "UnknownToolStreamGuard": "loopwatch.detectors.streamguard",
+    "detect_tool_call_loop": "loopwatch.detectors.reference",
+    "hash_tool_call": "loopwatch.fingerprint",
+    "hash_tool_outcome": "loopwatch.outcomes",
+    "merge_agent_config": "loopwatch.config",
+    "record_tool_call": "loopwatch.core.records",
+    "record_tool_call_outcome": "loopwatch.core.records",
+    "resolve_config": "loopwatch.config",
+    "stable_stringify": "loopwatch.fingerprint",
+    "store_from_url": "loopwatch.stores",
+}
 
 __all__ = [
     "UNDEFINED",
@@ -109,9 +157,13 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    # Lazy: ``import loopwatch`` never imports redis; the names resolve on first use.
-    if name in ("RedisStore", "store_from_url"):
-        from loopwatch import stores
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(_import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
 
-        return getattr(stores, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
