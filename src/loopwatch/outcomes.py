@@ -7,6 +7,7 @@ tools the reference knows; everything else is compared byte for byte.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import numbers
 import re
@@ -127,16 +128,36 @@ def error_text(error: object) -> str:
     return stable_stringify(error)
 
 
+#: Longest unknown-tool name kept as extracted (SPEC §3.5 sets no bound; real tool names
+#: are far shorter). A longer one is kept as its first :data:`UNKNOWN_NAME_HEAD` characters,
+#: ``…`` and 16 hex digits of its SHA-256: bounded, still distinct for distinct names
+#: (the detector compares names for equality only), still readable in the message.
+MAX_UNKNOWN_TOOL_NAME: Final = 128
+UNKNOWN_NAME_HEAD: Final = 64
+
+
 def extract_unknown_tool_name(text: str) -> str | None:
-    """The missing tool's name in an error text, lower-cased, or ``None`` (SPEC §3.5)."""
+    """The missing tool's name in an error text, lower-cased, or ``None`` (SPEC §3.5).
+
+    Bounded by :data:`MAX_UNKNOWN_TOOL_NAME`: a 4 MB "name" once made every record of
+    its session 4 MB.
+    """
     trimmed = js_trim(text)
     if not trimmed:
         return None
     for pattern in _UNKNOWN_TOOL_PATTERNS:
         match = pattern.search(trimmed)
         if match is not None:
-            return match.group(1).lower()
+            return bounded_tool_name(match.group(1).lower())
     return None
+
+
+def bounded_tool_name(name: str) -> str:
+    """``name``, or its bounded form when longer than :data:`MAX_UNKNOWN_TOOL_NAME`."""
+    if len(name) <= MAX_UNKNOWN_TOOL_NAME:
+        return name
+    tail = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{name[:UNKNOWN_NAME_HEAD]}…{tail}"
 
 
 def _content_raw(result: Mapping[Any, Any]) -> str:

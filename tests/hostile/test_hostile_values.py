@@ -245,3 +245,25 @@ def test_failing_conversions_give_a_bounded_message() -> None:
 class LoudError(Exception):
     def __str__(self) -> str:
         raise RuntimeError(self.args[0])
+
+
+def test_an_unknown_tool_name_is_bounded_and_still_distinct() -> None:
+    huge = "a1b2c3" * 700_000
+    first = hash_tool_outcome("shell", None, error=f"Unknown tool: {huge}").unknown_tool_name
+    other = hash_tool_outcome("shell", None, error=f"Unknown tool: {huge}x").unknown_tool_name
+    assert first is not None and other is not None
+    assert len(first) <= 128 and first.startswith(huge[:64]) and first != other
+    short = hash_tool_outcome("shell", None, error="tool 'jq' not found").unknown_tool_name
+    assert short == "jq"  # ordinary names are kept as the reference extracts them
+
+
+def test_thirty_huge_unknown_names_keep_the_history_small() -> None:
+    guard = LoopGuard({"enabled": True})
+    huge = "z" * 4_000_000
+    actions = []
+    for i in range(30):
+        actions.append(guard.before_call("shell", {"n": i}, session_key="s").action)
+        guard.after_call("shell", {"n": i}, session_key="s", error=f"Unknown tool: {huge}")
+    assert actions[10:] == ["block"] * 20
+    names = {r.unknown_tool_name for r in guard.history(session_key="s")}
+    assert len(names) == 1 and all(n is not None and len(n) <= 128 for n in names)

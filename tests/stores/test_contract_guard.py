@@ -81,6 +81,7 @@ def replay_corpus(host: Host, files: list[Path]) -> None:
         host.state(session=session, runs=("run-1",))
 
 
+@pytest.mark.corpus
 def test_recorded_runs_give_identical_decisions(redis_store_factory: Callable[..., Store]) -> None:
     assert CORPUS.is_dir(), f"the shared corpus is missing: expected {CORPUS}"
     files = _corpus_files()
@@ -99,6 +100,7 @@ def test_recorded_runs_give_identical_decisions(redis_store_factory: Callable[..
     assert actions == {"allow", "warn", "block"}
 
 
+@pytest.mark.corpus
 def test_adaptive_profile_gives_identical_decisions(
     redis_store_factory: Callable[..., Store],
 ) -> None:
