@@ -40,7 +40,7 @@ from loopwatch.fingerprint import (
     stable_stringify,
 )
 
-EXAMPLES = pathlib.Path(__file__).resolve().parents[3] / "shared" / "spec" / "examples"
+EXAMPLES = pathlib.Path(__file__).resolve().parents[1] / "data" / "spec_examples"
 
 
 def sha(text: str) -> str:
