@@ -178,9 +178,9 @@ def _stdin_reader(
     try:
         while chunk := _read_fd(fd, CHUNK_BYTES):
             asyncio.run_coroutine_threadsafe(queue.put(chunk), loop).result()
-    except (OSError, RuntimeError, ValueError):  # stdin closed under us, or the loop is gone
-        pass
-    with contextlib.suppress(RuntimeError):  # the loop is gone: exiting anyway
+    except Exception:  # stdin closed under us, or the loop is gone (put cancelled): exiting
+        return
+    with contextlib.suppress(Exception):  # the loop is gone: exiting anyway
         asyncio.run_coroutine_threadsafe(queue.put(None), loop)
 
 
