@@ -175,13 +175,17 @@ def _stdin_reader(
     raw file descriptor: a thread blocked inside ``sys.stdin.buffer`` would hold that
     object's lock, and the interpreter aborts when it cannot take it at exit.
     """
-    try:
-        while chunk := _read_fd(fd, CHUNK_BYTES):
-            asyncio.run_coroutine_threadsafe(queue.put(chunk), loop).result()
-    except Exception:  # stdin closed under us, or the loop is gone (put cancelled): exiting
-        return
-    with contextlib.suppress(Exception):  # the loop is gone: exiting anyway
-        asyncio.run_coroutine_threadsafe(queue.put(None), loop)
+    while True:
+        try:
+            chunk = _read_fd(fd, CHUNK_BYTES)
+        except OSError:  # stdin closed under us: the client is gone
+            chunk = b""
+        try:
+            asyncio.run_coroutine_threadsafe(queue.put(chunk or None), loop).result()
+        except Exception:  # the loop is gone (the put cancelled or refused): exiting
+            return
+        if not chunk:
+            return
 
 
 class ClientWriter:
