@@ -15,7 +15,9 @@ server's tools, so a failed call of a tool the server does not have is recorded 
 unknown-tool failure (SPEC §3.5). Everything else (initialisation, resources, prompts,
 notifications, server-to-client requests, lines that are not JSON) passes through
 byte for byte, so the proxy works with every protocol revision. Logs go to stderr only:
-stdout carries the protocol.
+stdout carries the protocol. This module is the message logic; the process half (framing
+lines of any size, back-pressure, signals, exit status, the server's process group) is
+:mod:`loopwatch.cli._mcp_proxy`, whose docstring and SECURITY.md state its promises.
 
 One proxy process is one session (``--session``, default ``mcp-proxy``); the guard
 lives in memory. Without ``--config`` detection is on with the reference defaults
