@@ -39,7 +39,7 @@ from loopwatch import (
 )
 from loopwatch.core.naming import normalize_tool_name
 
-EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "shared" / "spec" / "examples"
+EXAMPLES = pathlib.Path(__file__).resolve().parent / "data" / "spec_examples"
 TRACES = sorted(p for p in EXAMPLES.glob("*.json")) if EXAMPLES.is_dir() else []
 SUBSYSTEMS = {
     "loopwatch.detection": "agents/loop-detection",
@@ -50,7 +50,8 @@ SESSION = "agent:main:examples"
 
 
 def test_examples_are_present() -> None:
-    # The fixtures come from ../shared; a missing folder must fail loudly, not skip.
+    # Vendored from ../shared/spec/examples (tests/data/spec_examples/SOURCE.md); a missing
+    # folder must fail loudly, not skip.
     assert len(TRACES) == 45, f"expected 45 reference traces in {EXAMPLES}"
 
 

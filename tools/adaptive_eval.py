@@ -171,7 +171,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--config", help="JSON5: an adaptive block, or a whole config")
     parser.add_argument("--only-flagged", action="store_true", help="hide quiet healthy runs")
     args = parser.parse_args(argv)
-
+    if not args.corpus.is_dir() or not any(args.corpus.glob("*.jsonl")):
+        print(
+            f"adaptive_eval: error: no corpus at {args.corpus} (a folder of *.jsonl runs; "
+            "the default is ../shared/corpus/traj beside the checkout, or pass --corpus DIR)",
+            file=sys.stderr,
+        )
+        return 2
     config = load_config(args.config)
     labels = read_labels(args.labels) if args.labels.exists() else {}
     outcomes = [replay_adaptive(name, run, config) for name, run in corpus_runs(args.corpus)]

@@ -44,6 +44,10 @@ _ALLOWED: Final = _LEAVES | {dict, list}
 _STR: Final = frozenset({str})
 #: The deepest nesting orjson writes (it refuses deeper values).
 MAX_DEPTH: Final = 254
+#: Most members of all containers together (``loopwatch.fingerprint.MAX_NODES``, defined
+#: here so both paths refuse the same values: a bigger tree is left to the pure path,
+#: which refuses it).
+MAX_NODES: Final = 1_000_000
 #: Keys made of code points below the surrogates sort alike by code point and by UTF-16.
 _FIRST_SURROGATE: Final = "\ud800"
 
@@ -69,6 +73,9 @@ def is_plain(value: object) -> bool:
         members = root
     else:
         return cls in _LEAVES
+    nodes = len(root)
+    if nodes > MAX_NODES:
+        return False
     if _LEAVES.issuperset(map(type, members)):
         return True
     if not _ALLOWED.issuperset(map(type, members)):
@@ -88,6 +95,9 @@ def is_plain(value: object) -> bool:
                 members = node
             else:
                 continue  # a leaf: the level above checked its type
+            nodes += len(node)
+            if nodes > MAX_NODES:
+                return False
             if _LEAVES.issuperset(map(type, members)):
                 continue
             if (

@@ -46,6 +46,27 @@ from loopwatch.core.normalizers import reduce_update_plan, validate_normalizers
 #: fails open) instead of whatever memory pressure does, and the reference itself runs
 #: out of stack long before this.
 MAX_DEPTH: Final = 100_000
+#: Most members (items of all containers, counted when each is entered; a shared
+#: container met again counts one) :func:`stable_stringify` walks before it gives up: a
+#: bound on the work of one call, so an argument that reaches a module (through ``vars()``)
+#: or any huge object graph is unserialisable (SPEC §8.5: the guard fails open) instead
+#: of a call that never returns. The fast path refuses the same values.
+MAX_NODES: Final = _fastjson.MAX_NODES
+#: Most values :func:`stable_stringify` converts by the rules of SPEC §8.1 beyond plain
+#: JSON types (objects read through ``vars()``, dataclasses, models, exceptions…): each
+#: costs far more than a dict member, and graphs of live objects (a module, a client with
+#: its connection pool) are where the work explodes.
+MAX_CONVERSIONS: Final = 10_000
+#: Most characters a serialisation may copy from shared containers met again: ``[a, a]``
+#: nested 30 deep is small in memory but its text is 2**30 copies of ``a``'s.
+MAX_REUSED_CHARS: Final = 64 * 1024 * 1024
+#: Longest int (in decimal digits, about) that is hashed; Python's ``str()`` refuses ints
+#: over 4,300 digits (``sys.get_int_max_str_digits``), these are formatted by
+#: :func:`_big_int_text` instead. Longer ints are unserialisable.
+MAX_INT_DIGITS: Final = 100_000
+#: Longest text of a value quoted in an error message (a 10 MB dict key must not make a
+#: 10 MB log line).
+MAX_SHOWN_CHARS: Final = 200
 
 _INF: Final = float("inf")
 #: Integral floats up to 2**53 print as their integer digits in JavaScript; the exact
@@ -66,6 +87,7 @@ _ARRAY: Final = 1
 _OBJECT: Final = 2
 _SET: Final = 3
 _VALUE: Final = 4  # serialise another value in place of this one (an Enum's value)
+_MEMO: Final = 5  # a container already written once (see _stringify)
 
 
 #: The orjson fast path (extra ``fast``), or ``None`` when orjson is missing or failed its
@@ -79,6 +101,70 @@ _fast_json: Callable[[object], bytes | None] | None = (
 
 class _UnserializableError(TypeError):
     """Raised inside the walk; surfaced to callers as a plain ``TypeError``."""
+
+
+def _shown(value: object) -> str:
+    """``repr(value)``, cut to :data:`MAX_SHOWN_CHARS`, never raising (for error texts)."""
+    if isinstance(value, (str, bytes)) and len(value) > MAX_SHOWN_CHARS:
+        return repr(value[:MAX_SHOWN_CHARS]) + f"… ({len(value)} long)"
+    try:
+        text = repr(value)
+    except Exception:
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= MAX_SHOWN_CHARS else text[:MAX_SHOWN_CHARS] + "…"
+
+
+# --- ints ----------------------------------------------------------------------------------
+
+#: Exact decimal arithmetic for :func:`_big_int_text` (libmpdec multiplies in n log n).
+_BIG_CONTEXT: Final = decimal.Context(
+    prec=decimal.MAX_PREC, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN
+)
+#: Ints of at most this many bits print with ``int.__repr__`` (3,612 digits < 4,300).
+_SMALL_INT_BITS: Final = 12_000
+_MAX_INT_BITS: Final = int(MAX_INT_DIGITS * 3.3219280948873626) + 1
+
+
+def int_text(n: int) -> str:
+    """The decimal digits of an int, whatever its size up to :data:`MAX_INT_DIGITS`.
+
+    ``int.__repr__`` for every int it accepts; beyond Python's 4,300-digit limit on
+    int-to-text conversion, :func:`_big_int_text`. Without this, one huge int made the
+    whole call unserialisable (so invisible to detection).
+
+    Raises:
+        _UnserializableError: the int has more than about :data:`MAX_INT_DIGITS` digits.
+    """
+    try:
+        return int.__repr__(n)
+    except ValueError:
+        return _big_int_text(int(n))
+
+
+def _big_int_text(n: int) -> str:
+    """Decimal digits of a huge int without ``str()`` (divide and conquer on its bits)."""
+    if n.bit_length() > _MAX_INT_BITS:
+        raise _UnserializableError(
+            f"int of {n.bit_length()} bits is longer than {MAX_INT_DIGITS} digits, "
+            "the most loopwatch hashes"
+        )
+    negative = n < 0
+    n = -n if negative else n
+    ctx = _BIG_CONTEXT
+    powers: dict[int, decimal.Decimal] = {}
+
+    def convert(x: int, bits: int) -> decimal.Decimal:
+        if bits <= _SMALL_INT_BITS:
+            return decimal.Decimal(int.__repr__(x))
+        half = bits >> 1
+        power = powers.get(half)
+        if power is None:
+            power = powers[half] = ctx.power(decimal.Decimal(2), half)
+        high = convert(x >> half, bits - half)
+        return ctx.add(ctx.multiply(high, power), convert(x & ((1 << half) - 1), half))
+
+    text = str(convert(n, n.bit_length()))
+    return "-" + text if negative else text
 
 
 # --- numbers -------------------------------------------------------------------------------
@@ -236,8 +322,8 @@ def _object_items_converted(mapping: Mapping[Any, Any]) -> Iterator[tuple[str, o
         clash = entries.get(sort_key)
         if clash is not None:
             raise _UnserializableError(
-                f"mapping keys {clash[0]!r} and {key!r} both serialise as the key "
-                f"{_quote(text)}; the result would depend on key order"
+                f"mapping keys {_shown(clash[0])} and {_shown(key)} both serialise as the "
+                f"key {_shown(text)}; the result would depend on key order"
             )
         entries[sort_key] = (key, text, value)
     heads: list[str] = []
@@ -273,7 +359,7 @@ def _classify(value: object) -> str | tuple[int, Any]:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, numbers.Integral):
-        return int.__repr__(int(value))
+        return int_text(int(value))
     if isinstance(value, numbers.Real):
         return _float_text(float(value))
     if isinstance(value, str):
@@ -317,7 +403,7 @@ def _classify(value: object) -> str | tuple[int, Any]:
     return (_OBJECT, attributes)
 
 
-def _stringify(value: object, exact: bool) -> str:
+def _stringify(value: object, exact: bool, int_repr: Callable[[int], str] = int.__repr__) -> str:
     """The walk behind :func:`stable_stringify`; raises whatever a conversion raises.
 
     With ``exact`` false (the first, fast pass) plain strings and keys are quoted by
@@ -328,16 +414,34 @@ def _stringify(value: object, exact: bool) -> str:
     walked twice, and its conversions (``model_dump``, ``__str__``…) run twice.
 
     An explicit stack of frames replaces recursion. A frame is
-    ``(items, closer, container)``: ``items`` yields ``(head, value)`` pairs, and
-    ``container`` is kept alive (and its ``id`` in ``on_path``) while it is being walked.
-    A set's frame is ``[items, None, container, mark, texts, started]``: set items must be
-    serialised one by one (from ``out[mark:]``) before they can be sorted.
+    ``(items, closer, container, mark, head_width, circulars)``: ``items`` yields
+    ``(head, value)`` pairs, and ``container`` is kept alive (and its ``id`` in
+    ``on_path``) while it is being walked; its text starts at ``out[mark]`` after a head
+    of ``head_width`` characters. A set's frame is
+    ``[items, None, container, mark, texts, started]``: set items must be serialised one by
+    one (from ``out[mark:]``) before they can be sorted.
+
+    Shared containers are written once: a container whose text holds no ``"[Circular]"``
+    has the same text wherever it is met (its reachable graph has no cycle through the
+    path), so when it closes, where its text lies in ``out`` is remembered by ``id`` (the
+    container kept alive, so the id stays its own), and meeting it again copies that text
+    (joined once, on the first reuse) instead of walking it again. Without this, ``[a, a]``
+    nested k deep was walked 2**k times. The text is the same to the byte; conversions of
+    the shared object run once instead of at every occurrence. Inside a set (whose items'
+    texts are cut out of ``out`` for sorting) nothing is remembered.
     """
     quote = _quote if exact else encode_basestring
     out: list[str] = []
     append = out.append
     stack: list[Any] = []
     on_path: set[int] = set()
+    # id -> (container, start, stop, head width) until first reused, then (container, text)
+    memo: dict[int, tuple[Any, ...]] = {}
+    circulars = 0  # "[Circular]" markers written so far
+    sets_open = 0
+    nodes = 0
+    reused = 0
+    conversions = 0
     head = ""
     current: Any = value
     while True:
@@ -350,7 +454,7 @@ def _stringify(value: object, exact: bool) -> str:
         elif cls is dict:
             kind, payload = _OBJECT, current
         elif cls is int:
-            append(head + int.__repr__(current))
+            append(head + int_repr(current))
         elif cls is list or cls is tuple:
             kind, payload = _ARRAY, current
         elif cls is float:
@@ -360,36 +464,72 @@ def _stringify(value: object, exact: bool) -> str:
         elif current is None:
             append(head + "null")
         else:
-            classified = _classify(current)
-            if isinstance(classified, str):
-                append(head + classified)
+            entry = memo.get(id(current))
+            if entry is not None and entry[0] is current:
+                kind = _MEMO  # a converted container met again: no second conversion
             else:
-                kind, payload = classified
-                if kind == _VALUE:
-                    current = payload
-                    continue
+                conversions += 1
+                if conversions > MAX_CONVERSIONS:
+                    raise _UnserializableError(
+                        f"value holds more than {MAX_CONVERSIONS} objects to convert, "
+                        "the most loopwatch hashes"
+                    )
+                classified = _classify(current)
+                if isinstance(classified, str):
+                    append(head + classified)
+                else:
+                    kind, payload = classified
+                    if kind == _VALUE:
+                        current = payload
+                        continue
         if kind:
             ident = id(current)
             if ident in on_path:
                 append(head + _CIRCULAR)
+                circulars += 1
+            elif ident in memo:
+                entry = memo[ident]
+                if len(entry) == 4:
+                    start, stop, width = entry[1], entry[2], entry[3]
+                    text = out[start][width:] + "".join(out[start + 1 : stop])
+                    memo[ident] = (entry[0], text)
+                else:
+                    text = entry[1]
+                reused += len(text)
+                nodes += 1
+                if reused > MAX_REUSED_CHARS:
+                    raise _UnserializableError(
+                        f"value repeats shared containers into more than {MAX_REUSED_CHARS} "
+                        "characters, the most loopwatch hashes"
+                    )
+                append(head + text)
             elif len(stack) >= MAX_DEPTH:
                 raise _UnserializableError(
                     f"value nests deeper than {MAX_DEPTH} levels, the most loopwatch hashes"
                 )
-            elif kind == _OBJECT:
-                append(head + "{")
-                stack.append((_object_items(payload, exact), "}", current))
-                on_path.add(ident)
-            elif kind == _ARRAY:
-                append(head + "[")
-                stack.append((zip(chain(_FIRST, _COMMAS), payload, strict=False), "]", current))
-                on_path.add(ident)
-            else:  # _SET
-                if head:
-                    append(head)
-                members = zip(repeat(""), list(payload), strict=False)
-                stack.append([members, None, current, len(out), [], False])
-                on_path.add(ident)
+            else:
+                nodes += len(payload)
+                if nodes > MAX_NODES:
+                    raise _UnserializableError(
+                        f"value has more than {MAX_NODES} members, the most loopwatch hashes"
+                    )
+                if kind == _OBJECT:
+                    pairs = _object_items(payload, exact)
+                    stack.append((pairs, "}", current, len(out), len(head), circulars))
+                    append(head + "{")
+                    on_path.add(ident)
+                elif kind == _ARRAY:
+                    items = zip(chain(_FIRST, _COMMAS), payload, strict=False)
+                    stack.append((items, "]", current, len(out), len(head), circulars))
+                    append(head + "[")
+                    on_path.add(ident)
+                else:  # _SET
+                    if head:
+                        append(head)
+                    members = zip(repeat(""), list(payload), strict=False)
+                    stack.append([members, None, current, len(out), [], False])
+                    on_path.add(ident)
+                    sets_open += 1
         # --- move on to the next value, closing finished containers ------------------------
         while stack:
             frame = stack[-1]
@@ -403,6 +543,7 @@ def _stringify(value: object, exact: bool) -> str:
                 if pair is None:
                     stack.pop()
                     on_path.discard(id(frame[2]))
+                    sets_open -= 1
                     texts: list[str] = frame[4]
                     texts.sort(key=utf16_key)
                     append("[" + ",".join(texts) + "]")
@@ -417,7 +558,7 @@ def _stringify(value: object, exact: bool) -> str:
                 if cls is str:
                     append(head + quote(current))
                 elif cls is int:
-                    append(head + int.__repr__(current))
+                    append(head + int_repr(current))
                 elif cls is float:
                     append(head + _float_text(current))
                 elif cls is bool:
@@ -429,7 +570,10 @@ def _stringify(value: object, exact: bool) -> str:
             else:
                 stack.pop()
                 append(closer)
-                on_path.discard(id(frame[2]))
+                container = frame[2]
+                on_path.discard(id(container))
+                if circulars == frame[5] and not sets_open:
+                    memo[id(container)] = (container, frame[3], len(out), frame[4])
                 continue
             break
         else:
@@ -439,7 +583,14 @@ def _stringify(value: object, exact: bool) -> str:
 def _run(value: object, exact: bool) -> str:
     """Run the walk, turning every failure into the documented ``TypeError``."""
     try:
-        return _stringify(value, exact)
+        try:
+            return _stringify(value, exact)
+        except ValueError as exc:
+            if "int_max_str_digits" not in str(exc):
+                raise
+            # An int beyond Python's text conversion limit: walk again with the slower
+            # formatter (only such values pay for it).
+            return _stringify(value, exact, int_text)
     except _UnserializableError as exc:
         raise TypeError(str(exc)) from None
     except Exception as exc:
@@ -447,10 +598,12 @@ def _run(value: object, exact: bool) -> str:
 
 
 def _describe(exc: BaseException) -> str:
+    """``"Type: message"`` of an exception, cut to a few hundred characters, never raising."""
     try:
-        return f"{type(exc).__name__}: {exc}"
+        text = f"{type(exc).__name__}: {exc}"
     except Exception:
         return type(exc).__name__
+    return text if len(text) <= 2 * MAX_SHOWN_CHARS else text[: 2 * MAX_SHOWN_CHARS] + "…"
 
 
 # --- public API ------------------------------------------------------------------------------
@@ -500,7 +653,10 @@ def stable_stringify_pure(value: object) -> str:
     if type(value) is str:
         return _quote(value)
     if type(value) is int:
-        return int.__repr__(value)
+        try:
+            return int_text(value)
+        except _UnserializableError as exc:
+            raise TypeError(str(exc)) from None
     text = _run(value, exact=False)
     if text.isascii():
         return text

@@ -7,6 +7,7 @@ tools the reference knows; everything else is compared byte for byte.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import numbers
 import re
@@ -18,9 +19,11 @@ from loopwatch.core._undefined import UNDEFINED
 from loopwatch.core.jsstr import js_trim
 from loopwatch.core.normalizers import reduce_update_plan, validate_normalizers
 from loopwatch.fingerprint import (
+    _describe,
     digest,
     digest_details_and_text,
     format_js_number,
+    int_text,
     stable_stringify,
 )
 from loopwatch.messages import DENIED_REASON_TOOL_LOOP
@@ -102,14 +105,19 @@ def error_text(error: object) -> str:
         try:
             text = str(error)
         except Exception as exc:  # a broken __str__ makes the value unserialisable
-            raise TypeError(f"cannot read the error's text: {exc!r}") from exc
+            raise TypeError(f"cannot read the error's text: {_describe(exc)}") from exc
         return text or type(error).__name__
     if isinstance(error, str):
         return error
     if isinstance(error, bool):
         return "true" if error else "false"
     if isinstance(error, numbers.Integral):
-        return str(int(error))
+        try:
+            return int_text(int(error))
+        except TypeError:  # longer than fingerprint.MAX_INT_DIGITS
+            raise
+        except Exception as exc:
+            raise TypeError(f"cannot read the error's text: {_describe(exc)}") from exc
     if isinstance(error, numbers.Real):
         value = float(error)
         if math.isnan(value):
@@ -120,16 +128,36 @@ def error_text(error: object) -> str:
     return stable_stringify(error)
 
 
+#: Longest unknown-tool name kept as extracted (SPEC §3.5 sets no bound; real tool names
+#: are far shorter). A longer one is kept as its first :data:`UNKNOWN_NAME_HEAD` characters,
+#: ``…`` and 16 hex digits of its SHA-256: bounded, still distinct for distinct names
+#: (the detector compares names for equality only), still readable in the message.
+MAX_UNKNOWN_TOOL_NAME: Final = 128
+UNKNOWN_NAME_HEAD: Final = 64
+
+
 def extract_unknown_tool_name(text: str) -> str | None:
-    """The missing tool's name in an error text, lower-cased, or ``None`` (SPEC §3.5)."""
+    """The missing tool's name in an error text, lower-cased, or ``None`` (SPEC §3.5).
+
+    Bounded by :data:`MAX_UNKNOWN_TOOL_NAME`: a 4 MB "name" once made every record of
+    its session 4 MB.
+    """
     trimmed = js_trim(text)
     if not trimmed:
         return None
     for pattern in _UNKNOWN_TOOL_PATTERNS:
         match = pattern.search(trimmed)
         if match is not None:
-            return match.group(1).lower()
+            return bounded_tool_name(match.group(1).lower())
     return None
+
+
+def bounded_tool_name(name: str) -> str:
+    """``name``, or its bounded form when longer than :data:`MAX_UNKNOWN_TOOL_NAME`."""
+    if len(name) <= MAX_UNKNOWN_TOOL_NAME:
+        return name
+    tail = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{name[:UNKNOWN_NAME_HEAD]}…{tail}"
 
 
 def _content_raw(result: Mapping[Any, Any]) -> str:
@@ -238,34 +266,53 @@ def _is_message_object(value: Mapping[Any, Any]) -> bool:
 
 
 def strip_send_ids(value: object) -> object:
-    """Drop per-send ids at any depth, so two identical sends hash alike."""
+    """Drop per-send ids at any depth, so two identical sends hash alike.
+
+    A container met again (shared, not on a cycle) is stripped once: its stripped copy is
+    reused, so ``[a, a]`` nested k deep costs k steps, not 2**k, and the copy shares its
+    parts the same way (which :func:`~loopwatch.fingerprint.stable_stringify` writes once).
+    """
     try:
-        return _strip(value, set())
+        return _Stripper().strip(value)
     except RecursionError as exc:
         raise TypeError("send result nests too deeply to normalise") from exc
 
 
-def _strip(value: object, on_path: set[int]) -> object:
-    if isinstance(value, Mapping):
-        if id(value) in on_path:
+class _Stripper:
+    """One :func:`strip_send_ids` walk: the path (for cycles) and the stripped copies."""
+
+    def __init__(self) -> None:
+        self.on_path: set[int] = set()
+        # id -> (original, copy): the original is kept, so its id stays its own.
+        self.done: dict[int, tuple[object, object]] = {}
+        self.cycles = 0  # containers met on their own path so far
+
+    def strip(self, value: object) -> object:
+        if not isinstance(value, (Mapping, list, tuple)):
             return value
-        on_path.add(id(value))
-        drop_id = _is_message_object(value)
-        stripped = {
-            key: _strip(item, on_path)
-            for key, item in value.items()
-            if key not in VOLATILE_SEND_KEYS and not (drop_id and key == "id")
-        }
-        on_path.discard(id(value))
+        ident = id(value)
+        if ident in self.on_path:
+            self.cycles += 1
+            return value
+        known = self.done.get(ident)
+        if known is not None:
+            return known[1]
+        cycles = self.cycles
+        self.on_path.add(ident)
+        stripped: object
+        if isinstance(value, Mapping):
+            drop_id = _is_message_object(value)
+            stripped = {
+                key: self.strip(item)
+                for key, item in value.items()
+                if key not in VOLATILE_SEND_KEYS and not (drop_id and key == "id")
+            }
+        else:
+            stripped = [self.strip(item) for item in value]
+        self.on_path.discard(ident)
+        if self.cycles == cycles:  # no cycle below: the copy is the same wherever it is met
+            self.done[ident] = (value, stripped)
         return stripped
-    if isinstance(value, (list, tuple)):
-        if id(value) in on_path:
-            return value
-        on_path.add(id(value))
-        items = [_strip(item, on_path) for item in value]
-        on_path.discard(id(value))
-        return items
-    return value
 
 
 def hash_tool_outcome(

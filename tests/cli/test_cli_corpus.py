@@ -13,6 +13,7 @@ import pytest
 from loopwatch.cli import main
 
 
+@pytest.mark.corpus
 def test_the_whole_corpus_scans(capsys: pytest.CaptureFixture[str], corpus: Path) -> None:
     files = sorted(corpus.glob("*.jsonl"))
     code = main(["scan", str(corpus), "--json"])
@@ -35,6 +36,7 @@ def test_the_whole_corpus_scans(capsys: pytest.CaptureFixture[str], corpus: Path
     assert totals["wasted_calls"] == 106
 
 
+@pytest.mark.corpus
 def test_the_corpus_fails_ci_on_block(capsys: pytest.CaptureFixture[str], corpus: Path) -> None:
     assert main(["scan", str(corpus), "--fail-on", "block", "--flagged"]) == 1
     out = capsys.readouterr().out

@@ -1065,8 +1065,9 @@ def _labels() -> dict[str, tuple[bool, int | None]]:
     return labels
 
 
-@pytest.mark.skipif(not (CORPUS.is_dir() and LABELS.is_file()), reason="corpus or labels missing")
+@pytest.mark.corpus
 def test_the_corpus_loops_are_stopped_early_and_no_healthy_run_is_blocked() -> None:
+    assert CORPUS.is_dir(), f"the shared corpus is missing: expected {CORPUS}"
     labels = _labels()
     blocked_healthy = []
     into_loop = []

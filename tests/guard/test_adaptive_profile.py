@@ -122,6 +122,7 @@ def _labelled_loops() -> dict[str, int]:
     return loops
 
 
+@pytest.mark.corpus
 def test_corpus_loops_are_stopped_early_and_healthy_runs_never() -> None:
     """Replays every real run through LoopGuard under the adaptive profile (scan's replay)."""
     assert CORPUS.is_dir(), f"the shared corpus is missing: expected {CORPUS}"
@@ -142,6 +143,7 @@ def test_corpus_loops_are_stopped_early_and_healthy_runs_never() -> None:
     assert into_loop[len(into_loop) // 2] <= 3, into_loop
 
 
+@pytest.mark.corpus
 def test_corpus_file_format_assumption() -> None:
     first = json.loads(next(iter(sorted(CORPUS.glob("*.jsonl")))).read_text().splitlines()[0])
     assert {"tool", "args", "result", "error"} <= set(first)

@@ -4,19 +4,22 @@
 is started here, on a free loopback port in a temporary folder. Fault tests always start
 their own servers (they stop them), and the cluster tests start three nodes.
 
-Missing ``redis-server`` is a failure, not a skip, so CI can never go green without the
-Redis suite: set ``LOOPWATCH_ALLOW_NO_REDIS=1`` to skip those tests instead, with a loud
-reason in the summary.
+Missing ``redis-server`` (or the ``redis`` package) is a failure, not a skip, so CI can
+never go green without the Redis suite; and it is one clear line, once for the whole run
+(:func:`pytest_collection_modifyitems`), not a failure per test. Set
+``LOOPWATCH_ALLOW_NO_REDIS=1`` to skip those tests instead, with a loud reason in the summary.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import shutil
 import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import pytest
 from _redis_helpers import (
@@ -40,6 +43,33 @@ def pytest_configure(config: pytest.Config) -> None:
         "redis: needs a real redis-server; fails without one unless "
         f"{ALLOW_NO_REDIS_ENV}=1 (then skipped, loudly)",
     )
+
+
+MISSING_REDIS: Final = (
+    "the Redis tests need {what}, which is missing: {install} (or point {url_env} at a "
+    "server, or set {allow_env}=1 to skip them)"
+)
+
+
+@pytest.hookimpl(trylast=True)  # after -m / -k deselected what they deselect
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Stop the whole run with one line when selected Redis tests cannot run."""
+    if os.environ.get(ALLOW_NO_REDIS_ENV) == "1":
+        return
+    if not any(item.get_closest_marker("redis") for item in items):
+        return
+    missing = []
+    if not os.environ.get(REDIS_URL_ENV) and shutil.which("redis-server") is None:
+        missing.append(("redis-server", "apt-get install redis-server"))
+    if importlib.util.find_spec("redis") is None:
+        missing.append(("the 'redis' package", "pip install -e '.[all,dev]'"))
+    if missing:
+        what, install = missing[0]
+        raise pytest.UsageError(
+            MISSING_REDIS.format(
+                what=what, install=install, url_env=REDIS_URL_ENV, allow_env=ALLOW_NO_REDIS_ENV
+            )
+        )
 
 
 @pytest.fixture(scope="session")

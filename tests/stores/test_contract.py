@@ -283,9 +283,11 @@ def test_outcome_appends_with_the_given_id_and_trims(make_store: StoreFactory) -
     for i in range(3):
         begin(store, rec(args=str(i)), size=3)
     record, _ = store.record_outcome(
-        S, outcome(args="new", call="x", size=3, unknown="ghost"), GUARD, T0
+        S, outcome(args="new", call="x", size=3, unknown="read"), GUARD, T0
     )
-    assert record == ToolCallRecord("read", "read:new", "x", None, "r1", "ghost", 99)
+    # The unknown name is the tool's own: every store gives it back as it is (RedisStore
+    # keeps other names as digests only: tests/stores/test_redis_store.py).
+    assert record == ToolCallRecord("read", "read:new", "x", None, "r1", "read", 99)
     assert store.history(S, T0) == (rec(args="1"), rec(args="2"), record)
 
 
@@ -295,9 +297,9 @@ def test_filled_record_keeps_its_place_and_fields(make_store: StoreFactory) -> N
     begin(store, pending)
     begin(store, rec(args="z", run="r"))
     record, _ = store.record_outcome(
-        S, outcome(call="k", run="r", unknown="nope", ts=1000), GUARD, T0
+        S, outcome(call="k", run="r", unknown="read", ts=1000), GUARD, T0
     )
-    assert record == ToolCallRecord("read", "read:a", "k", "r", "r1", "nope", 5)
+    assert record == ToolCallRecord("read", "read:a", "k", "r", "r1", "read", 5)
     assert store.history(S, T0)[0] == record
 
 
@@ -428,10 +430,18 @@ def test_existing_key_keeps_its_position_and_cap_drops_the_oldest(
 
 
 # --- expiry and accessors (SPEC §1, §9.4) ---------------------------------------------
+# On the LoopGuard clock, as MemoryStore keeps it. RedisStore expires sessions on Redis's
+# own clock (so skewed workers agree): its expiry is tested in real time in
+# test_redis_store.py and against skewed clocks in tests/hostile/test_faults_redis.py.
 
 
-def test_idle_session_is_forgotten_whole(make_store: StoreFactory) -> None:
-    store = make_store(idle_ttl_s=100.0)
+@pytest.fixture
+def memory_store() -> StoreFactory:
+    return lambda **options: MemoryStore(**options)
+
+
+def test_idle_session_is_forgotten_whole(memory_store: StoreFactory) -> None:
+    store = memory_store(idle_ttl_s=100.0)
     begin(store, rec(), now=T0)
     store.update_warning_bucket(S, "k", 1, T0)
     store.arm_guard(S, None, GUARD, T0)
@@ -460,15 +470,15 @@ def test_idle_session_is_forgotten_whole(make_store: StoreFactory) -> None:
     ],
     ids=["begin", "bucket", "arm", "outcome", "cancel"],
 )
-def test_touching_operations_restart_the_idle_timer(make_store: StoreFactory, touch: Any) -> None:
-    store = make_store(idle_ttl_s=100.0)
+def test_touching_operations_restart_the_idle_timer(memory_store: StoreFactory, touch: Any) -> None:
+    store = memory_store(idle_ttl_s=100.0)
     begin(store, rec(), now=T0)
     touch(store, T0 + 90)
     assert rec() in store.history(S, T0 + 180)
 
 
-def test_accessors_neither_touch_nor_create(make_store: StoreFactory) -> None:
-    store = make_store(idle_ttl_s=100.0)
+def test_accessors_neither_touch_nor_create(memory_store: StoreFactory) -> None:
+    store = memory_store(idle_ttl_s=100.0)
     assert store.history("unknown", T0) == ()
     assert store.guard_snapshot("unknown", None, T0) == NO_GUARD
     assert store.last_guard_verdict("unknown", None, T0) is None

@@ -97,6 +97,7 @@ def replay_corpus(host: Host, files: list[Path]) -> None:
         host.state(session=session, runs=("run-1",))
 
 
+@pytest.mark.corpus
 def test_recorded_runs_give_identical_decisions(
     shared_store_factory: Callable[..., Store],
 ) -> None:
@@ -117,6 +118,7 @@ def test_recorded_runs_give_identical_decisions(
     assert actions == {"allow", "warn", "block"}
 
 
+@pytest.mark.corpus
 def test_adaptive_profile_gives_identical_decisions(
     shared_store_factory: Callable[..., Store],
 ) -> None:

@@ -20,6 +20,7 @@ from _redis_helpers import RedisServer
 from loopwatch import LoopEvent, LoopGuard, StoreError
 from loopwatch.messages import STORE_UNAVAILABLE_CRITICAL
 from loopwatch.stores import RedisStore
+from loopwatch.stores.redis import DEFAULT_BREAKER_COOLDOWN_S
 from loopwatch.testing import FakeClock
 
 pytestmark = pytest.mark.redis
@@ -107,6 +108,13 @@ def test_a_slow_redis_times_out_and_the_call_is_allowed(
     assert error["operation"] == "before_call" and "TimeoutError" in error["error"]
     admin.client_unpause()
     admin.close()
+    # The breaker: for its cool-down the store skips Redis and fails open at once.
+    events.clear()
+    started = time.monotonic()
+    assert loop_once(guard) == "allow"
+    assert time.monotonic() - started < 0.15
+    assert all("breaker open" in e["error"] for e in store_errors(events))
+    time.sleep(DEFAULT_BREAKER_COOLDOWN_S)
     events.clear()
     assert loop_once(guard) in ("allow", "warn")
     assert store_errors(events) == []

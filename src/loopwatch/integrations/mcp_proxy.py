@@ -15,7 +15,9 @@ server's tools, so a failed call of a tool the server does not have is recorded 
 unknown-tool failure (SPEC §3.5). Everything else (initialisation, resources, prompts,
 notifications, server-to-client requests, lines that are not JSON) passes through
 byte for byte, so the proxy works with every protocol revision. Logs go to stderr only:
-stdout carries the protocol.
+stdout carries the protocol. This module is the message logic; the process half (framing
+lines of any size, back-pressure, signals, exit status, the server's process group) is
+:mod:`loopwatch.cli._mcp_proxy`, whose docstring and SECURITY.md state its promises.
 
 One proxy process is one session (``--session``, default ``mcp-proxy``); the guard
 lives in memory. Without ``--config`` detection is on with the reference defaults
@@ -36,14 +38,9 @@ post-compaction abort would be answered with a JSON-RPC error, like ``end_run``)
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
 import json
 import logging
-import os
-import signal
 import sys
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, TextIO
@@ -58,17 +55,13 @@ from loopwatch.adapter import (
     render_for_model,
     unknown_tool_error,
 )
+from loopwatch.cli import _mcp_proxy as _process
 from loopwatch.config import ConfigError, LoopDetectionConfig, resolve_config
 from loopwatch.detectors.compaction import PostCompactionLoopPersistedError
 from loopwatch.errors import LoopDetectedError
 from loopwatch.guard import LoopGuard
 from loopwatch.messages import (
-    MCP_LOG_CANNOT_START,
-    MCP_LOG_CLIENT_GONE,
     MCP_LOG_DETECTION_OFF,
-    MCP_LOG_RELAY_FAILED,
-    MCP_LOG_SERVER_EXITED,
-    MCP_LOG_STARTED,
 )
 
 logger = logging.getLogger("loopwatch.mcp_proxy")
@@ -77,18 +70,25 @@ PROG: Final = "loopwatch mcp-proxy"
 DEFAULT_SESSION: Final = "mcp-proxy"
 #: JSON-RPC error code of a call the proxy refused (the implementation-defined range).
 LOOP_ERROR_CODE: Final = -32000
-#: Longest line the proxy relays from the server (MCP results can be large).
-MAX_LINE_BYTES: Final = 64 * 1024 * 1024
-#: How much of the client's stream is read at once.
-READ_CHUNK_BYTES: Final = 1024 * 1024
-#: How long the server gets to exit after SIGTERM before it is killed.
-STOP_TIMEOUT_S: Final = 5.0
+#: Longest line parsed and guarded (longer ones are relayed unparsed); see the process half.
+MAX_MESSAGE_BYTES: Final = _process.MAX_MESSAGE_BYTES
 
 Message = dict[str, Any]
 
 
 def _dump(message: object) -> bytes:
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+    """A message as one JSON line, as compact as the server's own.
+
+    Non-ASCII text stays raw UTF-8, except when the message holds a lone surrogate (a
+    Node server emits ``"\\ud800"`` when it cuts a string mid-emoji): raw, it cannot be
+    encoded, so the whole message is written with ASCII escapes, which keep it exactly.
+    """
+    text = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        data = json.dumps(message, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+    return data + b"\n"
 
 
 def _text_of(content: object) -> str:
@@ -344,6 +344,22 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--shadow", action="store_true", help="decide and log, never block")
     parser.add_argument(
+        "--max-message-bytes",
+        type=_positive(int),
+        default=_process.MAX_MESSAGE_BYTES,
+        metavar="N",
+        help="longest line parsed and guarded; longer lines are relayed unparsed "
+        f"(default {_process.MAX_MESSAGE_BYTES})",
+    )
+    parser.add_argument(
+        "--eof-timeout",
+        type=_positive(float),
+        default=_process.EOF_TIMEOUT_S,
+        metavar="SECONDS",
+        help="how long the server may run on after the client closed stdin "
+        f"(default {_process.EOF_TIMEOUT_S:g})",
+    )
+    parser.add_argument(
         "--log-level",
         default="WARNING",
         choices=("DEBUG", "INFO", "WARNING", "ERROR"),
@@ -368,6 +384,19 @@ def _guard(args: argparse.Namespace) -> LoopGuard:
     return LoopGuard(config, enforce=not args.shadow)
 
 
+def _positive(kind: type[float] | type[int]) -> Callable[[str], Any]:
+    def parse(text: str) -> float | int:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
+        return value
+
+    return parse
+
+
 def _configure_logging(level: str, stream: TextIO) -> None:
     """Send loopwatch's log lines to ``stream`` (stderr: stdout carries the protocol)."""
     root = logging.getLogger("loopwatch")
@@ -380,113 +409,6 @@ def _configure_logging(level: str, stream: TextIO) -> None:
     root.setLevel(level)
 
 
-def _stdin_reader(loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[bytes | None]) -> None:
-    """Feeds the client's lines to the event loop.
-
-    A daemon thread, because reading stdin without blocking is not portable. It reads the
-    raw file descriptor: a thread blocked inside ``sys.stdin.buffer`` would hold that
-    object's lock, and the interpreter aborts when it cannot take it at exit.
-    """
-    fd = sys.stdin.fileno()
-    pending = b""
-    try:
-        while chunk := os.read(fd, READ_CHUNK_BYTES):
-            *lines, pending = (pending + chunk).split(b"\n")
-            for line in lines:
-                loop.call_soon_threadsafe(queue.put_nowait, line + b"\n")
-        if pending:
-            loop.call_soon_threadsafe(queue.put_nowait, pending)
-        loop.call_soon_threadsafe(queue.put_nowait, None)
-    except (OSError, RuntimeError):  # stdin closed under us, or the loop is gone: exiting
-        return
-
-
-async def _stop(child: asyncio.subprocess.Process) -> None:
-    """Terminate the server, then kill it if it does not exit in time."""
-    if child.returncode is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        child.terminate()
-    try:
-        await asyncio.wait_for(child.wait(), timeout=STOP_TIMEOUT_S)
-    except asyncio.TimeoutError:
-        with contextlib.suppress(ProcessLookupError):
-            child.kill()
-
-
-async def _relay(command: list[str], proxy: McpLoopProxy, write: Callable[[bytes], None]) -> int:
-    """Start the server and relay lines both ways until it exits; returns its exit code."""
-    try:
-        child = await asyncio.create_subprocess_exec(
-            *command,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            limit=MAX_LINE_BYTES,
-        )
-    except OSError as exc:
-        logger.error(MCP_LOG_CANNOT_START.format(command=command[0], error=exc))
-        return 127
-    logger.info(MCP_LOG_STARTED.format(command=" ".join(command), session=proxy.session_key))
-    assert child.stdin is not None and child.stdout is not None
-    child_in, child_out = child.stdin, child.stdout
-    loop = asyncio.get_running_loop()
-    queue: asyncio.Queue[bytes | None] = asyncio.Queue()
-    threading.Thread(target=_stdin_reader, args=(loop, queue), daemon=True).start()
-    relay = asyncio.current_task()
-    assert relay is not None
-
-    async def client_to_server() -> None:
-        while (line := await queue.get()) is not None:
-            flow = await proxy.from_client(line)
-            for data in flow.to_client:
-                write(data)
-            for data in flow.to_server:
-                child_in.write(data)
-                await child_in.drain()
-        # The client hung up: close the server's stdin, as an MCP client would, and let
-        # the server exit on its own; its end of stdout ends the relay.
-        logger.info(MCP_LOG_CLIENT_GONE)
-        child_in.close()
-
-    failed: list[BaseException] = []
-
-    def pump_done(task: asyncio.Task[None]) -> None:
-        error = None if task.cancelled() else task.exception()
-        if error is not None:
-            logger.error(MCP_LOG_RELAY_FAILED.format(error=error))
-            failed.append(error)
-            relay.cancel()
-
-    async def server_to_client() -> None:
-        while line := await child_out.readline():
-            write(await proxy.from_server(line))
-
-    with contextlib.suppress(NotImplementedError, RuntimeError):  # POSIX only
-        loop.add_signal_handler(signal.SIGTERM, relay.cancel)
-    pump = asyncio.create_task(client_to_server())
-    pump.add_done_callback(pump_done)
-    stopped = False
-    try:
-        await server_to_client()
-    except (BrokenPipeError, ConnectionResetError):
-        logger.info(MCP_LOG_CLIENT_GONE)
-    except asyncio.CancelledError:
-        stopped = True
-    finally:
-        pump.remove_done_callback(pump_done)
-        pump.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await pump
-        await _stop(child)
-    code = await child.wait()
-    logger.info(MCP_LOG_SERVER_EXITED.format(code=code))
-    if failed:
-        return 1
-    if stopped:
-        return 128 + signal.SIGTERM
-    return code if code >= 0 else 128 - code
-
-
 def main(argv: list[str]) -> int:
     """Run the proxy until the server exits; returns the server's exit code.
 
@@ -494,8 +416,10 @@ def main(argv: list[str]) -> int:
         argv: the arguments after ``mcp-proxy``: options, ``--``, the server command.
 
     Returns:
-        The server's exit code; 2 for bad arguments or config, 127 when the server cannot
-        be started.
+        The server's exit code (``128 + n`` when signal ``n`` ended it); ``128 + n`` when
+        the proxy itself got signal ``n`` (130 for SIGINT, 143 for SIGTERM); 2 for bad
+        arguments or config; 127 when the server cannot be started. See
+        :mod:`loopwatch.cli._mcp_proxy` for the lifecycle.
     """
     parser = _parser()
     options, command = _split(argv)
@@ -520,13 +444,7 @@ def main(argv: list[str]) -> int:
         agent_id=args.agent,
         options=AdapterOptions(warn_model=args.warn_model, on_critical=on_critical),
     )
-    stdout = sys.stdout.buffer
-
-    def write(data: bytes) -> None:
-        stdout.write(data)
-        stdout.flush()
-
-    return asyncio.run(_relay(command, proxy, write))
+    return _process.run(args, command, proxy)
 
 
 __all__ = ["DEFAULT_SESSION", "LOOP_ERROR_CODE", "Flow", "McpLoopProxy", "main"]

@@ -8,6 +8,7 @@ local state = redis.call("HMGET", S, gw, ge)
 local size, enabled = state[1], state[2]
 if not size then
   size, enabled = ARGV[5], ARGV[6]
+  new_run_guard(ARGV[4])
 end
 -- Arming opens a fresh window; the last verdict is left as it is.
 redis.call("HSET", S, gw, size, ge, enabled, "gr:" .. ARGV[4], size, "gx:" .. ARGV[4], "")

@@ -1,11 +1,8 @@
 -- read_state: the read-only accessors. They never touch, create or extend a session:
 -- no HSET of t, no PEXPIRE. ARGV[4] what: "history", "guard" (with ARGV[5] run token),
--- "buckets". An expired session reads as empty, as in MemoryStore. The history comes
+-- "buckets". An expired session reads as empty (Redis deleted its keys). The history comes
 -- back as one string, records joined by RS.
 local what = ARGV[4]
-if expired() then
-  return what == "history" and "" or {}
-end
 if what == "history" then
   return table.concat(redis.call("LRANGE", H, 0, -1), RS)
 elseif what == "guard" then

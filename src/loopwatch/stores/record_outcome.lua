@@ -38,6 +38,7 @@ local state = redis.call("HMGET", S, gw, ge, gr, gx)
 local size, enabled, remaining, window = state[1], state[2], state[3], state[4]
 if not size then
   size, enabled, remaining, window = ARGV[13], ARGV[14], "0", ""
+  new_run_guard(run)
   redis.call("HSET", S, gw, size, ge, enabled, gr, remaining, gx, window)
 end
 size, remaining = tonumber(size), tonumber(remaining)

@@ -28,6 +28,7 @@ import inspect
 import json
 import math
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
@@ -53,6 +54,10 @@ DEFAULT_IDLE_TTL_S: Final = 1800.0
 #: Socket (and connect) timeout of the clients built by :meth:`RedisStore.from_url`: a
 #: slow store must not stall the agent; past it the failure policy applies.
 DEFAULT_SOCKET_TIMEOUT_S: Final = 0.25
+#: After a call timed out, how long the store skips Redis (every operation fails at once,
+#: and the failure policy applies): a hanging Redis then costs one timeout per cool-down,
+#: not one per call. Connection errors are fast already and do not open the breaker.
+DEFAULT_BREAKER_COOLDOWN_S: Final = 1.0
 
 _SEP: Final = "\x1f"
 _RS: Final = "\x1e"
@@ -91,6 +96,20 @@ def _scripts() -> dict[str, _Script]:
         sha = hashlib.sha1(source.encode("utf-8")).hexdigest()
         scripts[name] = _Script(name, source, sha)
     return scripts
+
+
+def _is_timeout(exc: BaseException) -> bool:
+    """A reply that did not come in time (redis-py and valkey name it ``TimeoutError``)."""
+    return isinstance(exc, TimeoutError) or type(exc).__name__ == "TimeoutError"
+
+
+def _brief(exc: BaseException) -> str:
+    """A client error's text, bounded (it is logged and put in events)."""
+    try:
+        text = str(exc)
+    except Exception:
+        return "?"
+    return text if len(text) <= 300 else text[:300] + "…"
 
 
 def _is_noscript(exc: BaseException) -> bool:
@@ -134,6 +153,28 @@ def _text(raw: object) -> str:
     raise ValueError(f"expected a string reply, got {type(raw).__name__}")
 
 
+#: The stored unknown-tool name when it is the called tool's own (lower-cased).
+_SAME_AS_TOOL: Final = "="
+
+
+def _unknown_token(unknown: str | None, tool_name: str) -> str:
+    """What Redis holds of an unknown-tool name: never the text itself.
+
+    The name is cut from the error text (SPEC §3.5), so it is tool output, and Redis holds
+    digests only. The detector compares names for equality, and its message quotes the
+    name: so the usual case, the called tool's own name (``Unknown tool: X`` for a call of
+    ``X``), is stored as ``=`` (the record has the tool name already) and reads back
+    exactly; any other name is stored as ``"#"`` and 32 hex digits of its SHA-256, which is
+    what the message then shows (equal names still have equal tokens).
+    """
+    if unknown is None:
+        return "null"
+    if unknown == tool_name.lower():
+        return _SAME_AS_TOOL
+    digest = hashlib.sha256(unknown.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return f'"#{digest}"'
+
+
 def _body(record: ToolCallRecord) -> str:
     """A record's stored fields after the nonce (the nonce is assigned by the server)."""
     return _SEP.join(
@@ -143,7 +184,7 @@ def _body(record: ToolCallRecord) -> str:
             _token(record.args_hash),
             _token(record.tool_call_id),
             _token(record.result_hash),
-            _token(record.unknown_tool_name),
+            _unknown_token(record.unknown_tool_name, record.tool_name),
             str(int(record.timestamp)),
             _token(record.adaptive_facts),
         )
@@ -164,7 +205,7 @@ def _decode_record(raw: str) -> ToolCallRecord:
         tool_call_id=_untoken(call),
         run_id=_untoken(run),
         result_hash=_untoken(result),
-        unknown_tool_name=_untoken(unknown),
+        unknown_tool_name=tool_name.lower() if unknown == _SAME_AS_TOOL else _untoken(unknown),
         timestamp=int(timestamp),
         adaptive_facts=_untoken(facts),
     )
@@ -188,9 +229,27 @@ def _seq(raw: object) -> list[Any]:
     return raw
 
 
-@lru_cache(maxsize=4096)
 def _session_keys(prefix: str, session_key: str) -> tuple[bytes, ...]:
-    """The four keys of a session (``<prefix>:v1:{<session>}:h|s|b|o``).
+    """The four keys of a session (``<prefix>:v1:{<session>}:h|s|b|o``), cached when short.
+
+    The cache holds :data:`_KEY_CACHE_SIZE` sessions whose prefix and key are at most
+    :data:`_CACHED_KEY_CHARS` characters each, so it is bounded in bytes too (about
+    4 × 4 × 2 × 256 bytes per entry at worst, 32 MiB in all; typical keys take a few
+    hundred bytes): 4,096 cached 100 KiB session keys once held 1.8 GiB. A longer key is
+    built on every call, which costs about what its one use in the command costs anyway.
+    """
+    if len(session_key) > _CACHED_KEY_CHARS or len(prefix) > _CACHED_KEY_CHARS:
+        return _build_session_keys(prefix, session_key)
+    return _cached_session_keys(prefix, session_key)
+
+
+#: Sessions whose keys :func:`_session_keys` remembers, and the longest key remembered.
+_KEY_CACHE_SIZE: Final = 4096
+_CACHED_KEY_CHARS: Final = 256
+
+
+def _build_session_keys(prefix: str, session_key: str) -> tuple[bytes, ...]:
+    """The keys themselves (see :func:`_session_keys`).
 
     The session key goes into the hash tag verbatim except ``%``, ``{`` and ``}``, which
     are percent-escaped: a brace in a session key would otherwise move the tag and split
@@ -205,6 +264,9 @@ def _session_keys(prefix: str, session_key: str) -> tuple[bytes, ...]:
     )
     base = f"{prefix}:{HASH_SCHEME}:".encode() + b"{" + tag + b"}:"
     return (base + b"h", base + b"s", base + b"b", base + b"o")
+
+
+_cached_session_keys = lru_cache(maxsize=_KEY_CACHE_SIZE)(_build_session_keys)
 
 
 def _verdict(
@@ -267,10 +329,26 @@ class RedisStore(Store):
         client: a blocking client (anything with ``evalsha`` and ``eval``).
         async_client: an asyncio client with the same two methods.
         prefix: the first part of every key; must not contain ``{`` or ``}``.
-        idle_ttl_s: forget a session untouched for longer than this many seconds of the
-            ``LoopGuard`` clock (``None``: never); the keys also get a Redis expiry of
-            that length, refreshed by every touching operation.
+        idle_ttl_s: forget a session untouched for longer than this many seconds
+            (``None``: never), measured by Redis: the keys get a Redis expiry of that
+            length, restarted by every touching operation.
         fail_open: allow calls when Redis fails (default) or block them (``False``).
+        breaker_cooldown_s: after an operation timed out, skip Redis for this many
+            seconds (operations raise :class:`StoreError` at once); ``0`` never skips.
+
+    Idle expiry runs on Redis's clock only (relative ``PEXPIRE`` TTLs, restarted by every
+    touching operation): workers whose clocks disagree still share one session. The
+    ``LoopGuard`` clock stamps records, nothing else.
+
+    A write whose reply timed out may still run when a paused Redis resumes (the command
+    was sent; nothing can recall it). That is harmless by construction: the guard already
+    treated the operation as failed and applied the failure policy, and the late write is
+    the truth about the call (``begin_call``: the call was allowed and ran; an outcome: it
+    happened). The worst case is one warning bucket marked as emitted whose warning the
+    agent did not see, so that warning is shown at the next bucket instead.
+
+    A run's post-compaction guard state is kept for the 256 most recent runs of a session
+    (``MAX_RUN_GUARDS`` in ``_common.lua``); older runs' guards are dropped.
 
     Raises:
         ValueError: no client, or a bad prefix or TTL.
@@ -285,6 +363,7 @@ class RedisStore(Store):
         prefix: str = DEFAULT_PREFIX,
         idle_ttl_s: float | None = DEFAULT_IDLE_TTL_S,
         fail_open: bool = True,
+        breaker_cooldown_s: float = DEFAULT_BREAKER_COOLDOWN_S,
     ) -> None:
         if client is None and async_client is None:
             raise ValueError("RedisStore needs a client, an async_client, or both")
@@ -301,6 +380,15 @@ class RedisStore(Store):
             or not 0 < idle_ttl_s < math.inf
         ):
             raise ValueError("idle_ttl_s must be a positive number of seconds or None")
+        if (
+            isinstance(breaker_cooldown_s, bool)
+            or not isinstance(breaker_cooldown_s, (int, float))
+            or not 0 <= breaker_cooldown_s < math.inf
+        ):
+            raise ValueError("breaker_cooldown_s must be a number of seconds >= 0")
+        self.breaker_cooldown_s = float(breaker_cooldown_s)
+        #: ``time.monotonic()`` until which Redis is skipped (0: not skipping).
+        self._skip_until = 0.0
         self._client = client
         self._async_client = async_client
         self.prefix = prefix
@@ -329,6 +417,7 @@ class RedisStore(Store):
         prefix: str = DEFAULT_PREFIX,
         idle_ttl_s: float | None = DEFAULT_IDLE_TTL_S,
         fail_open: bool = True,
+        breaker_cooldown_s: float = DEFAULT_BREAKER_COOLDOWN_S,
         **client_options: Any,
     ) -> RedisStore:
         """Build a store and its redis-py client(s) from a URL.
@@ -346,6 +435,7 @@ class RedisStore(Store):
             prefix: see the class.
             idle_ttl_s: see the class.
             fail_open: see the class.
+            breaker_cooldown_s: see the class.
             **client_options: passed to the redis-py client constructor.
 
         Every client connects lazily, except the blocking cluster client, which asks the
@@ -418,6 +508,7 @@ class RedisStore(Store):
             prefix=prefix,
             idle_ttl_s=idle_ttl_s,
             fail_open=fail_open,
+            breaker_cooldown_s=breaker_cooldown_s,
         )
         store._owns_clients = True
         return store
@@ -461,6 +552,7 @@ class RedisStore(Store):
                 "(LoopGuard.abefore_call, ...) or give it a blocking client too"
             )
         script, numkeys = op.script, len(op.keys)
+        self._check_breaker(script)
         try:
             try:
                 reply = client.evalsha(script.sha, numkeys, *op.keys, *op.args)
@@ -469,7 +561,7 @@ class RedisStore(Store):
                     raise
                 reply = client.eval(script.source, numkeys, *op.keys, *op.args)
         except Exception as exc:
-            raise StoreError(f"redis {script.name} failed: {type(exc).__name__}: {exc}") from exc
+            raise self._failed(script, exc) from exc
         return _parse(op, reply)
 
     async def _arun(self, op: _Op[T]) -> T:
@@ -477,6 +569,7 @@ class RedisStore(Store):
         if client is None:
             return self._run(op)
         script, numkeys = op.script, len(op.keys)
+        self._check_breaker(script)
         try:
             try:
                 reply = await _resolve(client.evalsha(script.sha, numkeys, *op.keys, *op.args))
@@ -485,8 +578,23 @@ class RedisStore(Store):
                     raise
                 reply = await _resolve(client.eval(script.source, numkeys, *op.keys, *op.args))
         except Exception as exc:
-            raise StoreError(f"redis {script.name} failed: {type(exc).__name__}: {exc}") from exc
+            raise self._failed(script, exc) from exc
         return _parse(op, reply)
+
+    def _check_breaker(self, script: _Script) -> None:
+        """Fail at once while the breaker is open (see ``breaker_cooldown_s``)."""
+        until = self._skip_until
+        if until and time.monotonic() < until:
+            raise StoreError(
+                f"redis {script.name} skipped: Redis timed out less than "
+                f"{self.breaker_cooldown_s:g}s ago (breaker open)"
+            )
+
+    def _failed(self, script: _Script, exc: BaseException) -> StoreError:
+        """The error to raise for a client failure; a timeout opens the breaker."""
+        if self.breaker_cooldown_s and _is_timeout(exc):
+            self._skip_until = time.monotonic() + self.breaker_cooldown_s
+        return StoreError(f"redis {script.name} failed: {type(exc).__name__}: {_brief(exc)}")
 
     def _remember_nonce(self, pending: ToolCallRecord, nonce: str) -> None:
         with self._nonce_lock:
@@ -547,7 +655,7 @@ class RedisStore(Store):
             _token(write.args_hash),
             call_token if write.tool_call_id else "",
             _token(write.outcome.result_hash),
-            _token(write.outcome.unknown_tool_name),
+            _unknown_token(write.outcome.unknown_tool_name, write.tool_name),
             call_token,
             str(int(write.timestamp)),
             str(int(write.history_size)),
@@ -746,4 +854,4 @@ def _looks_async(client: object) -> bool:
     return ".asyncio" in module or module.endswith("asyncio")
 
 
-__all__ = ["DEFAULT_SOCKET_TIMEOUT_S", "HASH_SCHEME", "RedisStore"]
+__all__ = ["DEFAULT_BREAKER_COOLDOWN_S", "DEFAULT_SOCKET_TIMEOUT_S", "HASH_SCHEME", "RedisStore"]

@@ -28,9 +28,32 @@ class RedisTarget:
     unix: bool
 
 
+_AUTHORITY: Final = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)([^/?#]*)")
+_SECRET_QUERY: Final = re.compile(r"(?i)([?&](?:password|pass|pwd)=)[^&#]*")
+REDACTED: Final = "***"
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its password replaced by ``***``, for error messages and logs.
+
+    The password of ``user:password@``, a lone ``secret@`` (redis-py reads it as the
+    password too) and a ``password=`` query parameter are hidden; the rest stays, so the
+    message still says which URL was wrong.
+    """
+    match = _AUTHORITY.match(url)
+    if match is not None and "@" in match.group(2):
+        userinfo, _, host = match.group(2).rpartition("@")
+        user, colon, _password = userinfo.partition(":")
+        hidden = f"{user}:{REDACTED}" if colon else REDACTED
+        url = f"{match.group(1)}{hidden}@{host}{url[match.end() :]}"
+    return _SECRET_QUERY.sub(lambda m: m.group(1) + REDACTED, url)
+
+
 def _check_db(value: str, url: str) -> None:
     if not _DB.match(value):
-        raise ValueError(f"invalid Redis URL {url!r}: the database must be an integer >= 0")
+        raise ValueError(
+            f"invalid Redis URL {redact_url(url)!r}: the database must be an integer >= 0"
+        )
 
 
 def parse_redis_url(url: str) -> RedisTarget:
@@ -48,37 +71,41 @@ def parse_redis_url(url: str) -> RedisTarget:
     try:
         parts = urlsplit(url)
     except ValueError as exc:
-        raise ValueError(f"invalid Redis URL {url!r}: {exc}") from None
+        raise ValueError(f"invalid Redis URL {redact_url(url)!r}: {exc}") from None
     scheme = parts.scheme.lower()
     query = parse_qs(parts.query, keep_blank_values=True)
     for db in query.get("db", []):
         _check_db(db, url)
     if parts.fragment:
-        raise ValueError(f"invalid Redis URL {url!r}: unexpected fragment '#{parts.fragment}'")
+        raise ValueError(
+            f"invalid Redis URL {redact_url(url)!r}: unexpected fragment '#{parts.fragment}'"
+        )
     if scheme == "redis+unix":
         if parts.hostname:
             raise ValueError(
-                f"invalid Redis URL {url!r}: a unix socket URL has no host "
+                f"invalid Redis URL {redact_url(url)!r}: a unix socket URL has no host "
                 "(write redis+unix:///path/to/redis.sock)"
             )
         if not parts.path or parts.path == "/":
-            raise ValueError(f"invalid Redis URL {url!r}: the socket path is missing")
+            raise ValueError(f"invalid Redis URL {redact_url(url)!r}: the socket path is missing")
         return RedisTarget(url="unix" + url[len(parts.scheme) :], unix=True)
     if scheme not in ("redis", "rediss"):
         raise ValueError(
-            f"unsupported store URL {url!r}: expected one of "
+            f"unsupported store URL {redact_url(url)!r}: expected one of "
             + ", ".join(f"{s}://" for s in SCHEMES)
         )
     if not parts.hostname:
-        raise ValueError(f"invalid Redis URL {url!r}: the host is missing")
+        raise ValueError(f"invalid Redis URL {redact_url(url)!r}: the host is missing")
     try:
         port = parts.port
     except ValueError:
         raise ValueError(
-            f"invalid Redis URL {url!r}: the port must be an integer in 1-65535"
+            f"invalid Redis URL {redact_url(url)!r}: the port must be an integer in 1-65535"
         ) from None
     if port == 0:
-        raise ValueError(f"invalid Redis URL {url!r}: the port must be an integer in 1-65535")
+        raise ValueError(
+            f"invalid Redis URL {redact_url(url)!r}: the port must be an integer in 1-65535"
+        )
     path = parts.path.strip("/")
     if path:
         _check_db(path, url)
@@ -135,7 +162,7 @@ def store_from_url(url: str, **options: Any) -> Store:
     if scheme == "memory":
         if url.lower() != "memory://":
             raise ValueError(
-                f"invalid store URL {url!r}: memory:// takes no host, path or query "
+                f"invalid store URL {redact_url(url)!r}: memory:// takes no host, path or query "
                 "(pass max_sessions= / idle_ttl_s= as keyword arguments)"
             )
         from loopwatch.stores.memory.store import MemoryStore
@@ -151,4 +178,12 @@ def store_from_url(url: str, **options: Any) -> Store:
     return RedisStore.from_url(url, **options)
 
 
-__all__ = ["SCHEMES", "RedisTarget", "parse_redis_url", "parse_sqlite_url", "store_from_url"]
+__all__ = [
+    "REDACTED",
+    "SCHEMES",
+    "RedisTarget",
+    "parse_redis_url",
+    "parse_sqlite_url",
+    "redact_url",
+    "store_from_url",
+]
