@@ -35,7 +35,7 @@ def test_the_profile_is_its_own_opt_in() -> None:
     actions = [
         call(guard, "read", {"path": "x"}, error="File not found: x").action for _ in range(3)
     ]
-    assert actions == ["allow", "warn", "block"]
+    assert actions == ["allow", "allow", "block"]  # one retry is healthy: no warning
     off = LoopGuard({"enabled": False}, profile="adaptive")
     assert [call(off, "read", {"path": "x"}, error="nope").action for _ in range(5)] == [
         "allow"
@@ -44,10 +44,14 @@ def test_the_profile_is_its_own_opt_in() -> None:
 
 def test_repeated_failure_warns_at_once_then_blocks_and_stays_blocked() -> None:
     events: list[LoopEvent] = []
+    adaptive = {"repeatedFailure": {"warn": 2, "block": 3}}
     guard = LoopGuard(
-        LoopDetectionConfig(enabled=True, profile="adaptive"), listeners=[events.append]
+        LoopDetectionConfig(enabled=True, profile="adaptive"),
+        listeners=[events.append],
+        adaptive=adaptive,
     )
-    assert guard.profile == "adaptive" and guard.adaptive == AdaptiveConfig()
+    assert guard.profile == "adaptive"
+    assert guard.adaptive == AdaptiveConfig.from_mapping(adaptive)
     first = call(guard, "read", {"path": "x"}, error="File not found: x")
     call(guard, "think", {"thought": "hmm 1"}, result="ok")
     second = call(guard, "read", {"path": "x"}, error="File not found: x")

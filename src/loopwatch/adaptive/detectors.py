@@ -7,12 +7,33 @@ first): a new built-in detector is one function and one table entry.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Final
 
 from loopwatch.adaptive.facts import AdaptiveRecord
 from loopwatch.adaptive.settings import DEFAULT_ADAPTIVE_CONFIG, AdaptiveConfig
+from loopwatch.adaptive.stalls import (
+    ARGUMENT_CHURN,
+    POLL_NO_PROGRESS,
+    TERMINAL_FAILURE,
+    TYPED_ERROR,
+    UNCHANGED_WRITE,
+    detect_argument_churn,
+    detect_poll_no_progress,
+    detect_terminal_failure,
+    detect_typed_error,
+    detect_unchanged_write,
+)
+from loopwatch.adaptive.verdicts import (
+    AdaptiveLevel,
+    AdaptiveVerdict,
+    DetectionContext,
+    Detector,
+    level_of,
+    make_verdict,
+    segment_start,
+)
 from loopwatch.messages import (
     MSG_CYCLE_CRITICAL,
     MSG_CYCLE_WARNING,
@@ -24,8 +45,6 @@ from loopwatch.messages import (
     MSG_SAME_ERROR_WARNING,
 )
 
-AdaptiveLevel = Literal["warning", "critical"]
-
 # --- detector names ------------------------------------------------------------------------
 
 REPEATED_FAILURE: Final = "repeated_failure"
@@ -33,60 +52,15 @@ SAME_ERROR: Final = "same_error"
 IDENTICAL_STREAK: Final = "identical_streak"
 CYCLE: Final = "cycle"
 
-# --- verdicts -------------------------------------------------------------------------------
+# --- what would have reset each count (operator-facing, AdaptiveVerdict.resets) -------------
 
-
-@dataclass(frozen=True, slots=True)
-class AdaptiveVerdict:
-    """What an adaptive detector saw.
-
-    Attributes:
-        detector: ``repeated_failure``, ``same_error``, ``identical_streak`` or ``cycle``.
-        level: ``warning`` or ``critical`` (block).
-        count: the detector's count, the upcoming call included.
-        indices: the calls that form the loop, as indices into the ``records`` passed to
-            :func:`evaluate_adaptive`, oldest first.
-        message: the model-facing text: which call repeats and what to do instead.
-        tool_name: the upcoming call's tool.
-        warning_key: identifies the loop, so a host emits its first warning once
-            (``adaptive:<detector>:<tool>:…``).
-    """
-
-    detector: str
-    level: AdaptiveLevel
-    count: int
-    indices: tuple[int, ...]
-    message: str
-    tool_name: str
-    warning_key: str
-
-
-def _level(count: int, warn: int, block: int) -> AdaptiveLevel | None:
-    if count >= block:
-        return "critical"
-    if count >= warn:
-        return "warning"
-    return None
-
-
-def _segment_start(records: Sequence[AdaptiveRecord], start: int) -> int:
-    """Index of the newest progress record in ``records[start:]`` (``start`` if none).
-
-    A mutating record is progress unless the same call with the same outcome already
-    occurred since the previous progress: rewriting identical content is not progress.
-    """
-    segment = start
-    seen: set[tuple[str, str | None]] = set()
-    for index in range(start, len(records)):
-        record = records[index]
-        if not record.mutating:
-            continue
-        key = (record.args_hash, record.result_hash)
-        if key in seen:
-            continue
-        segment = index
-        seen = {key}
-    return segment
+RESETS_REPEATED_FAILURE: Final = (
+    "a success of this call, a successful state-changing call (an edit, a write, a command "
+    "that is not read-only), or the read a 'read it first' error asks for"
+)
+RESETS_IDENTICAL_STREAK: Final = "any other call in between, or a different outcome"
+RESETS_CYCLE: Final = "a call outside the cycle, or a different outcome in it"
+RESETS_SAME_ERROR: Final = "a success of this tool, or a successful state-changing call"
 
 
 def _repeated_failure(
@@ -101,7 +75,7 @@ def _repeated_failure(
     reference: str | None = None
     for index in range(len(records) - 1, segment - 1, -1):
         record = records[index]
-        if record.thinking or record.tool_name != tool or record.args_hash != args_hash:
+        if record.transparent or record.tool_name != tool or record.args_hash != args_hash:
             continue
         if record.result_hash is None:
             continue
@@ -128,7 +102,7 @@ def _same_error(
     failures: list[int] = []
     for index in range(segment, len(records)):
         record = records[index]
-        if record.thinking or record.tool_name != tool or record.result_hash is None:
+        if record.transparent or record.tool_name != tool or record.result_hash is None:
             continue
         if record.failed:
             failures.append(index)
@@ -151,7 +125,7 @@ def _identical_streak(
     reference: str | None = None
     for index in range(len(records) - 1, start - 1, -1):
         record = records[index]
-        if record.thinking:
+        if record.transparent:
             continue
         if (
             record.tool_name != tool
@@ -193,7 +167,7 @@ def _cycles(
     seq: list[int] = []
     for index in range(len(records) - 1, start - 1, -1):
         record = records[index]
-        if record.thinking:
+        if record.transparent:
             continue
         if record.result_hash is None or record.polling:
             break
@@ -220,53 +194,6 @@ def _cycles(
         yield _Cycle(period, run, len(run) + 1, unit)
 
 
-def _verdict(
-    detector: str,
-    level: AdaptiveLevel,
-    count: int,
-    indices: Iterable[int],
-    template: str,
-    tool: str,
-    key: str,
-    **extra: object,
-) -> AdaptiveVerdict:
-    message = template.format(tool=tool, count=count, prior=count - 1, **extra)
-    return AdaptiveVerdict(
-        detector=detector,
-        level=level,
-        count=count,
-        indices=tuple(indices),
-        message=message,
-        tool_name=tool,
-        warning_key=f"adaptive:{detector}:{tool}:{key}",
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class DetectionContext:
-    """What every detector reads: the records, the upcoming call, the settings.
-
-    Attributes:
-        records: the run's records, oldest first.
-        tool: the upcoming call's normalised tool name.
-        args_hash: the upcoming call's signature.
-        config: the adaptive settings.
-        start: the first index inside the window.
-        segment: the first index since the newest progress (see :func:`_segment_start`).
-    """
-
-    records: Sequence[AdaptiveRecord]
-    tool: str
-    args_hash: str
-    config: AdaptiveConfig
-    start: int
-    segment: int
-
-
-#: The one signature of a detector.
-Detector = Callable[[DetectionContext], "AdaptiveVerdict | None"]
-
-
 def detect_repeated_failure(ctx: DetectionContext) -> AdaptiveVerdict | None:
     """The same call failing again with the same error, since the last progress."""
     thresholds = ctx.config.repeated_failure
@@ -274,14 +201,16 @@ def detect_repeated_failure(ctx: DetectionContext) -> AdaptiveVerdict | None:
         return None
     indices, failure_hash = _repeated_failure(ctx.records, ctx.segment, ctx.tool, ctx.args_hash)
     count = len(indices) + 1
-    level = _level(count, thresholds.warn, thresholds.block) if indices else None
+    level = level_of(count, thresholds.warn, thresholds.block) if indices else None
     if level is None:
         return None
     template = (
         MSG_REPEATED_FAILURE_CRITICAL if level == "critical" else MSG_REPEATED_FAILURE_WARNING
     )
     key = f"{ctx.args_hash}:{failure_hash}"
-    return _verdict(REPEATED_FAILURE, level, count, indices, template, ctx.tool, key)
+    return make_verdict(
+        REPEATED_FAILURE, level, count, indices, template, ctx.tool, key, RESETS_REPEATED_FAILURE
+    )
 
 
 def detect_identical_streak(ctx: DetectionContext) -> AdaptiveVerdict | None:
@@ -291,14 +220,16 @@ def detect_identical_streak(ctx: DetectionContext) -> AdaptiveVerdict | None:
         return None
     indices = _identical_streak(ctx.records, ctx.start, ctx.tool, ctx.args_hash)
     count = len(indices) + 1
-    level = _level(count, thresholds.warn, thresholds.block) if indices else None
+    level = level_of(count, thresholds.warn, thresholds.block) if indices else None
     if level is None:
         return None
     template = (
         MSG_IDENTICAL_STREAK_CRITICAL if level == "critical" else MSG_IDENTICAL_STREAK_WARNING
     )
     key = f"{ctx.args_hash}:{ctx.records[indices[-1]].result_hash}"
-    return _verdict(IDENTICAL_STREAK, level, count, indices, template, ctx.tool, key)
+    return make_verdict(
+        IDENTICAL_STREAK, level, count, indices, template, ctx.tool, key, RESETS_IDENTICAL_STREAK
+    )
 
 
 def detect_cycle(ctx: DetectionContext) -> AdaptiveVerdict | None:
@@ -312,7 +243,7 @@ def detect_cycle(ctx: DetectionContext) -> AdaptiveVerdict | None:
             continue
         period = cycle.period
         # ``count - 1`` calls ran in the cycle; ``laps`` full laps of them are identical.
-        level = _level(
+        level = level_of(
             cycle.count, settings.warn_laps * period + 1, settings.block_laps * period + 1
         )
         if level is not None:
@@ -322,7 +253,7 @@ def detect_cycle(ctx: DetectionContext) -> AdaptiveVerdict | None:
     _, _, cycle, level = max(found, key=lambda item: (item[0], item[1]))
     period = cycle.period
     template = MSG_CYCLE_CRITICAL if level == "critical" else MSG_CYCLE_WARNING
-    return _verdict(
+    return make_verdict(
         CYCLE,
         level,
         cycle.count,
@@ -330,6 +261,7 @@ def detect_cycle(ctx: DetectionContext) -> AdaptiveVerdict | None:
         template,
         ctx.tool,
         "|".join(sorted({r.args_hash for r in cycle.unit})),
+        RESETS_CYCLE,
         period=period,
         laps=(cycle.count - 1) // period,
         tools=" -> ".join(record.tool_name for record in cycle.unit),
@@ -343,19 +275,26 @@ def detect_same_error(ctx: DetectionContext) -> AdaptiveVerdict | None:
         return None
     indices, error_class, distinct = _same_error(ctx.records, ctx.segment, ctx.tool)
     count = len(indices) + 1
-    level = _level(count, thresholds.warn, thresholds.block) if distinct >= 2 else None
+    level = level_of(count, thresholds.warn, thresholds.block) if distinct >= 2 else None
     if level is None:
         return None
     template = MSG_SAME_ERROR_CRITICAL if level == "critical" else MSG_SAME_ERROR_WARNING
-    return _verdict(SAME_ERROR, level, count, indices, template, ctx.tool, str(error_class))
+    return make_verdict(
+        SAME_ERROR, level, count, indices, template, ctx.tool, str(error_class), RESETS_SAME_ERROR
+    )
 
 
 #: The detectors in the order they win a tie (same level): the most specific evidence first.
 DETECTOR_TABLE: Final[tuple[tuple[str, Detector], ...]] = (
     (REPEATED_FAILURE, detect_repeated_failure),
+    (UNCHANGED_WRITE, detect_unchanged_write),
     (IDENTICAL_STREAK, detect_identical_streak),
+    (POLL_NO_PROGRESS, detect_poll_no_progress),
     (CYCLE, detect_cycle),
+    (TERMINAL_FAILURE, detect_terminal_failure),
     (SAME_ERROR, detect_same_error),
+    (TYPED_ERROR, detect_typed_error),
+    (ARGUMENT_CHURN, detect_argument_churn),
 )
 
 #: Detector names in tie-breaking order.
@@ -375,7 +314,7 @@ def _candidates(
         args_hash=upcoming_args_hash,
         config=config,
         start=start,
-        segment=_segment_start(records, start),
+        segment=segment_start(records, start),
     )
     for _name, detector in DETECTOR_TABLE:
         verdict = detector(ctx)

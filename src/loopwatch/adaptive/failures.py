@@ -15,14 +15,16 @@ from typing import Final
 from loopwatch.fingerprint import sha256_hex
 
 _SOFT_FAILURE_PREFIX: Final = re.compile(r"\A\s*(?:ERROR|Error|error)\s*[:!]")
-_SOFT_FAILURE_MARKERS: Final = (
-    # SWE-agent's edit command: the edit was rejected and not applied.
-    re.compile(r"Your proposed edit has introduced new syntax error"),
-    # mini-swe-agent: a non-zero exit wrapped into the observation.
-    re.compile(r"\A\s*<returncode>\s*[1-9]\d*\s*</returncode>"),
-    # OpenClaw exec: the exit status appended to the output.
-    re.compile(r"\(Command exited with code [1-9]\d*\)\s*\Z"),
-)
+# SWE-agent's edit command: the edit was rejected and not applied.
+_SWE_AGENT_REJECTED: Final = re.compile(r"Your proposed edit has introduced new syntax error")
+# mini-swe-agent: a non-zero exit wrapped into the observation.
+_RETURNCODE: Final = re.compile(r"\A\s*<returncode>\s*[1-9]\d*\s*</returncode>")
+# OpenClaw exec: the exit status appended to the output.
+_EXITED_WITH: Final = re.compile(r"\(Command exited with code [1-9]\d*\)\s*\Z")
+#: How far into a result the in-band failure markers are looked for (they come first, or, for
+#: the exit status, in the last 200 characters): a huge output costs no more than a small one.
+_SOFT_SCAN_CHARS: Final = 20_000
+_EXIT_TAIL_CHARS: Final = 200
 _FAILED_STATUSES: Final = frozenset({"error", "failed", "failure"})
 
 
@@ -69,7 +71,12 @@ def result_failure_text(result: object) -> str | None:
             return text or ""
     if text is None:
         return None
-    if _SOFT_FAILURE_PREFIX.match(text) or any(p.search(text) for p in _SOFT_FAILURE_MARKERS):
+    if (
+        _SOFT_FAILURE_PREFIX.match(text)
+        or _SWE_AGENT_REJECTED.search(text, 0, _SOFT_SCAN_CHARS)
+        or _RETURNCODE.match(text)
+        or _EXITED_WITH.search(text[-_EXIT_TAIL_CHARS:])
+    ):
         return text
     return None
 
@@ -84,6 +91,8 @@ _HEX: Final = re.compile(
 _PATH: Final = re.compile(r"(?:[A-Za-z]:)?[\w.~…-]*(?:[\\/](?:[\w.~…-]*[\w~…-])?)+")
 _NUMBER: Final = re.compile(r"[-+]?\d+(?:\.\d+)?")
 _SPACES: Final = re.compile(r"\s+")
+#: A run this long without whitespace is data, not words (linear: at most 120 steps a start).
+_LONG_TOKEN: Final = re.compile(r"\S{120,}")
 _BARE_STATUS: Final = re.compile(
     r"(?:(?:command )?(?:return ?code|exit(?:ed with)? (?:code|status)|status|code)\s*:?\s*)?"
     r"(?:<n>)?|(?:timeout|timed out|error|failed|failure|aborted)"
@@ -156,6 +165,9 @@ def normalize_error_text(text: str, params: object = None) -> str:
     for value in _arg_strings(params):
         if value in text:
             text = text.replace(value, _echo_placeholder(value))
+    # Long unbroken runs (base64, minified data) first: the patterns below would each rescan
+    # such a run from every position in it.
+    text = _LONG_TOKEN.sub("<blob>", text)
     text = _QUOTED.sub("<q>", text)
     text = _UUID.sub("<id>", text)
     text = _HEX.sub("<hex>", text)
@@ -176,3 +188,132 @@ def classify_error(text: str, params: object = None) -> str | None:
     if _BARE_STATUS.fullmatch(normalised):
         return None
     return "errclass:" + sha256_hex(normalised)[:32]
+
+
+# --- failures that are not the tool's: rejections, cancellations, interrupts ---------------
+
+#: Texts that say the *user* (or the host on the user's behalf) stopped the call: it never
+#: ran, so it is not a failure, and repeating it after the user approves is not a loop.
+#: Claude Code: "The user doesn't want to proceed with this tool use." / "… to take this
+#: action right now", "[Request interrupted by user]", "[Request interrupted by user for tool
+#: use]", and "Cancelled: parallel tool call … errored" (a sibling of a failed call in the same
+#: batch); Codex: "exec command rejected by user", "patch rejected by user"; Cline / Roo:
+#: "The user denied this operation." and "Tool [read_file] was not executed because a tool has
+#: already been used in this message" (Cline runs one tool per message and cancels the rest of
+#: the batch); OpenHands: "Action has been rejected by the user" and
+#: "[Last action has been rejected by the user]"; generic "User rejected …", "… denied by
+#: the user", "… cancelled/aborted/interrupted by the user". Not matched on purpose:
+#: "Permission denied" (a file mode or a sandbox: retrying fails again) and Claude Code's
+#: "Permission for this tool use was denied" (a standing rule, not a prompt answered no).
+_DISMISSED: Final = re.compile(
+    r"the user doesn't want to (?:proceed with this tool use|take this action)"
+    r"|\[request interrupted by user"
+    r"|cancell?ed: parallel tool call"
+    r"|was not executed because a tool has already been used in this message"
+    r"|\buser rejected\b"
+    r"|\brejected by (?:the )?user\b"
+    r"|\bthe user denied this operation"
+    r"|\b(?:denied|declined|cancell?ed|aborted|interrupted) by (?:the )?user\b",
+    re.IGNORECASE,
+)
+#: How much of a failure text is searched for a dismissal (they open the text).
+_DISMISS_SCAN_CHARS: Final = 600
+
+
+def is_dismissal(text: str) -> bool:
+    """Whether a failure text says the user rejected, cancelled or interrupted the call."""
+    return _DISMISSED.search(text, 0, _DISMISS_SCAN_CHARS) is not None
+
+
+# --- the failure's identity, volatile spans masked -----------------------------------------
+
+#: Spans that differ between two runs of the same failing command: ISO timestamps, clock
+#: times, retry counters, durations, process ids (OpenClaw 8.1's ``failureIdentityHash``).
+_VOLATILE: Final = re.compile(
+    r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?"
+    r"|\b\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d{1,9})?)?\b"
+    r"|\b(?:attempt|retry|retries|try)\s{0,3}#?\s{0,3}\d{1,9}(?:\s{0,3}(?:/|of)\s{0,3}\d{1,9})?"
+    r"|\b\d{1,12}(?:\.\d{1,9})?\s{0,3}(?:ms|msec|milliseconds?|s|secs?|seconds?|mins?|minutes?"
+    r"|h|hrs?|hours?)\b"
+    r"|\b(?:pid|ppid)\s{0,3}[:=#]?\s{0,3}\d{1,9}",
+    re.IGNORECASE,
+)
+#: Longest text masked and hashed whole; a longer one keeps its head and its tail.
+_IDENTITY_HEAD_CHARS: Final = 16_000
+_IDENTITY_TAIL_CHARS: Final = 4_000
+
+
+def mask_volatile(text: str) -> str:
+    """The text with timestamps, clock times, retry counts, durations and pids as ``#``.
+
+    A text longer than 20,000 characters is cut to its head and tail first (the error and
+    its summary), so the cost stays bounded.
+    """
+    if len(text) > _IDENTITY_HEAD_CHARS + _IDENTITY_TAIL_CHARS:
+        text = text[:_IDENTITY_HEAD_CHARS] + "\n…\n" + text[-_IDENTITY_TAIL_CHARS:]
+    return _VOLATILE.sub("#", text)
+
+
+# --- typed errors: one error code across varying arguments ---------------------------------
+
+_ERROR_CODES: Final = (
+    ("errno", re.compile(r"\[Errno (\d{1,5})\]")),
+    (
+        "errno",
+        re.compile(
+            r"\b(E(?:NOENT|ACCES|PERM|EXIST|NOTDIR|ISDIR|NOTEMPTY|CONNREFUSED|CONNRESET|TIMEDOUT"
+            r"|ADDRINUSE|NOSPC|ROFS|AGAIN|BUSY|PIPE|MFILE|HOSTUNREACH|NETUNREACH|INVAL|NOTFOUND))\b"
+        ),
+    ),
+    ("http", re.compile(r"\bHTTP(?:/\d(?:\.\d)?)?\s{0,3}(?:status\s{0,3})?:?\s{0,3}([1-5]\d\d)\b")),
+    (
+        "http",
+        re.compile(r"\bstatus(?:[ _]?code)?\s{0,3}[=:]\s{0,3}\"?([1-5]\d\d)\b", re.IGNORECASE),
+    ),
+    (
+        "http",
+        re.compile(
+            r"\b([45]\d\d)\s(?:Not Found|Forbidden|Unauthorized|Bad Request|Conflict|Gone"
+            r"|Too Many Requests|Internal Server Error|Bad Gateway|Service Unavailable"
+            r"|Gateway Timeout|Unprocessable)"
+        ),
+    ),
+    (
+        "code",
+        re.compile(r"\b(?:error[ _]?)?code\\?\"?\s{0,3}[=:]\s{0,3}\\?[\"']?([A-Za-z][\w.-]{1,39})"),
+    ),
+)
+#: How much of a failure text is searched for an error code (codes come early).
+_CODE_SCAN_CHARS: Final = 2_000
+
+
+def error_code(text: str) -> str | None:
+    """The typed error a failure names: ``errno:2``, ``errno:ENOENT``, ``http:404``,
+    ``code:RATE_LIMITED`` (the first found, in that order of kinds), or ``None``.
+
+    Only codes that are names count for ``code=…`` (a number there is usually an exit
+    status, which says nothing about which error happened).
+    """
+    head = text[:_CODE_SCAN_CHARS]
+    for kind, pattern in _ERROR_CODES:
+        match = pattern.search(head)
+        if match is not None:
+            return f"{kind}:{match.group(1)}"
+    return None
+
+
+# --- the action an error asks for -----------------------------------------------------------
+
+#: "Read it first": Claude Code's ``Edit``/``Write`` refuse a file not read in this session
+#: ("File has not been read yet. Read it first before writing to it.") or changed since
+#: ("File has been modified since read … Read it again …"); a read of that file answers it.
+_NEEDS_READ: Final = re.compile(
+    r"has not been read yet|read it (?:first|again)|must (?:first )?read (?:the|this) file"
+    r"|modified since (?:it was )?(?:last )?read",
+    re.IGNORECASE,
+)
+
+
+def asks_for_read(text: str) -> bool:
+    """Whether a failure asks the agent to read the file before trying again."""
+    return _NEEDS_READ.search(text, 0, _DISMISS_SCAN_CHARS) is not None

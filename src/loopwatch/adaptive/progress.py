@@ -245,16 +245,222 @@ def _action_of(params: object) -> str | None:
 
 
 def is_mutating_call(tool_name: str, params: object, config: AdaptiveConfig) -> bool:
-    """Whether a *successful* call of ``tool_name`` with ``params`` changes state.
+    """Whether a *successful* call of ``tool_name`` with ``params`` could change state.
 
     A tool of ``config.all_mutating_tools`` mutates unless its ``command``/``action`` is a
-    read (``view``, ``read``, ``list``…); a shell tool mutates when its command text writes
-    (:func:`shell_command_mutates`).
+    read (``view``, ``read``, ``list``…). A shell tool mutates unless its command is
+    read-only (:func:`shell_command_is_read_only`): configuration and VCS commands
+    (``git config``, ``git remote set-url``, ``git add``), installs, builds and scripts all
+    could have fixed what made the previous attempt fail.
     """
     if tool_name in config.all_mutating_tools:
         action = _action_of(params)
         return action is None or action not in READ_ONLY_ACTIONS
     if tool_name in config.all_shell_tools:
         command = _command_text(params)
-        return command is not None and shell_command_mutates(command)
+        return command is not None and not shell_command_is_read_only(
+            command, config.all_read_only_commands
+        )
     return False
+
+
+# --- read-only shell commands ---------------------------------------------------------------
+
+#: Shell commands that only read. A command line is read-only when every simple command in it
+#: starts with one of these (after variable assignments and wrappers such as ``sudo`` or
+#: ``timeout 5``) and nothing in it writes (:func:`shell_command_mutates`: no redirection to a
+#: file, no ``sed -i``, no ``find -delete``). Everything else counts as state-changing:
+#: treating a read as progress only delays a warning, treating a fix as a read raises a false
+#: alarm on a recovery.
+READ_ONLY_COMMANDS: Final[frozenset[str]] = frozenset(
+    {
+        "ack", "ag", "awk", "basename", "bat", "cat", "cd", "cmp", "column", "comm", "cut",
+        "date", "df", "diff", "dirname", "du", "echo", "egrep", "env", "eza", "exa", "false",
+        "fd", "fgrep", "file", "find", "fold", "git", "grep", "head", "hexdump", "history",
+        "hostname", "id", "jq", "less", "locate", "ls", "lsof", "md5sum", "more", "nl", "od",
+        "pgrep", "printenv", "printf", "ps", "pwd", "readlink", "realpath", "rev", "rg", "sed",
+        "sha1sum", "sha256sum", "shasum", "sleep", "sort", "stat", "strings", "tac", "tail",
+        "test", "tr", "tree", "true", "type", "uname", "uniq", "wc", "whereis", "which",
+        "whoami", "xxd", "yq", "zcat", "[", "[[",
+    }
+)  # fmt: skip
+
+#: ``git`` subcommands that only read (``branch``, ``tag``, ``remote``, ``config`` and
+#: ``stash`` read only in their listing forms, see :func:`_git_reads`).
+READ_ONLY_GIT: Final[frozenset[str]] = frozenset(
+    {
+        "blame", "cat-file", "describe", "diff", "grep", "log", "ls-files", "ls-remote",
+        "ls-tree", "reflog", "rev-list", "rev-parse", "shortlog", "show", "show-ref", "status",
+        "whatchanged",
+    }
+)  # fmt: skip
+_GIT_LISTING: Final = {
+    "branch": frozenset({"-a", "-r", "-v", "-vv", "--list", "--all", "--show-current"}),
+    "tag": frozenset({"-l", "--list", "-n"}),
+    "remote": frozenset({"-v", "show", "get-url", "--verbose"}),
+    "config": frozenset({"--get", "--get-all", "--list", "-l", "--get-regexp", "--show-origin"}),
+    "stash": frozenset({"list", "show"}),
+}
+_GIT_OPTIONS_WITH_VALUE: Final = frozenset({"-C", "-c", "--git-dir", "--work-tree"})
+#: Words that prefix a command without being it.
+_PREFIX_WORDS: Final = frozenset(
+    {"!", "{", "(", "if", "then", "elif", "else", "while", "until", "do", "time", "sudo",
+     "command", "builtin", "nice", "xargs"}
+)  # fmt: skip
+#: Words that end a compound command; a simple command of only these is nothing.
+_CLOSING_WORDS: Final = frozenset({"fi", "done", "esac", "}", ")", ";;"})
+_FIND_ACTIONS: Final = frozenset(
+    {"-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprint0", "-fprintf", "-fls"}
+)
+_SIMPLE_SPLIT: Final = re.compile(r"\$\(|[\n;|&()`]")
+_ASSIGNMENT: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+#: Descriptor redirections (``2>&1``, ``&>``, ``|&``): syntax, not command separators.
+_FD_REDIRECT: Final = re.compile(r"\d*>&\d*-?|&>>?|\|&")
+
+
+def _git_reads(words: list[str]) -> bool:
+    """``git [-C dir] <subcommand> …``: a read-only subcommand, or a listing form."""
+    index = 1
+    while index < len(words) and words[index].startswith("-"):
+        index += 2 if words[index] in _GIT_OPTIONS_WITH_VALUE else 1
+    if index >= len(words):
+        return True  # ``git`` alone prints its help
+    sub, rest = words[index], words[index + 1 :]
+    if sub in READ_ONLY_GIT:
+        return True
+    listing = _GIT_LISTING.get(sub)
+    if listing is None:
+        return False
+    if sub in ("remote", "stash") and rest:
+        return rest[0] in listing
+    return all(word in listing or not word.startswith("-") for word in rest) and (
+        not rest or any(word in listing for word in rest)
+    )
+
+
+def _simple_command_reads(words: list[str], read_only: frozenset[str]) -> bool:
+    index = 0
+    while index < len(words) and (words[index] in _PREFIX_WORDS or _ASSIGNMENT.match(words[index])):
+        index += 1
+    if index < len(words) and words[index] == "timeout":
+        index += 1
+        while index < len(words) and (words[index].startswith("-") or words[index][:1].isdigit()):
+            index += 1
+    words = words[index:]
+    if not words or all(word in _CLOSING_WORDS for word in words):
+        return True
+    name = words[0].rsplit("/", 1)[-1]
+    if name in ("for", "case", "select"):
+        return True  # the loop's own commands are the next simple commands
+    if name not in read_only:
+        return False
+    if name == "git":
+        return _git_reads(words)
+    if name == "find":
+        return not any(word in _FIND_ACTIONS for word in words)
+    return True
+
+
+def shell_command_is_read_only(
+    command: str, read_only: frozenset[str] = READ_ONLY_COMMANDS
+) -> bool:
+    """Whether a shell command only reads (see :data:`READ_ONLY_COMMANDS`).
+
+    Args:
+        command: the command text (the first 50,000 characters are judged).
+        read_only: the read-only command names (``AdaptiveConfig.all_read_only_commands``:
+            the built-in ones and ``loopwatch.adaptive.readOnlyCommands``).
+
+    Returns:
+        ``True`` when every simple command reads and nothing writes.
+    """
+    text = command[:_MAX_SCAN_CHARS]
+    if shell_command_mutates(text):
+        return False
+    shell, _bodies = _split_heredocs(text)
+    return all(
+        _simple_command_reads(part.split(), read_only)
+        for part in _SIMPLE_SPLIT.split(_FD_REDIRECT.sub(" ", _strip_quotes(shell)))
+    )
+
+
+# --- polls, reads and writes that change nothing --------------------------------------------
+
+#: Tools whose calls wait or poll: a repeat with unchanged output is a poll, judged by the
+#: poll detector instead of the streak detector (SPEC §4 ``knownPoll``: ``command_status``,
+#: ``process`` with ``action`` ``poll``/``log``, are always polls).
+DEFAULT_POLL_TOOLS: Final[frozenset[str]] = frozenset(
+    {
+        "await", "bash_output", "check_status", "command_status", "get_status", "job_status",
+        "poll", "sleep", "task_output", "task_status", "wait", "wait_for",
+    }
+)  # fmt: skip
+_SLEEP_FIRST: Final = re.compile(r"\A\s*sleep\s+\d")
+
+
+def is_poll_call(tool_name: str, params: object, config: AdaptiveConfig) -> bool:
+    """A poll: a known poll (SPEC §4), a waiting tool, or a shell ``sleep N …`` that reads."""
+    if tool_name in config.all_poll_tools:
+        return True
+    if tool_name == "process" and isinstance(params, Mapping):
+        return params.get("action") in ("poll", "log")
+    if tool_name in config.all_shell_tools:
+        command = _command_text(params)
+        return (
+            command is not None
+            and _SLEEP_FIRST.match(command) is not None
+            and shell_command_is_read_only(command, config.all_read_only_commands)
+        )
+    return False
+
+
+#: Tools that read one file; a successful read is what a "read it first" error asks for.
+READ_TOOLS: Final[frozenset[str]] = frozenset(
+    {"cat", "get_file_contents", "open_file", "read", "read_file", "read_text_file", "view",
+     "view_file"}
+)  # fmt: skip
+_PATH_KEYS: Final = ("file_path", "path", "filePath", "file", "target_file", "absolute_path")
+
+
+def target_path(params: object) -> str | None:
+    """The file a call names (``file_path``, ``path``, …), stripped; ``None`` if none."""
+    if isinstance(params, Mapping):
+        for key in _PATH_KEYS:
+            value = params.get(key)
+            if isinstance(value, str) and value.strip():
+                return value.strip()
+    return None
+
+
+def read_target(tool_name: str, params: object, config: AdaptiveConfig) -> str | None:
+    """The file a successful call read (a read tool, or an editor's ``view``), if any."""
+    if tool_name in READ_TOOLS or (
+        tool_name in config.all_mutating_tools and _action_of(params) in READ_ONLY_ACTIONS
+    ):
+        return target_path(params)
+    return None
+
+
+_UNCHANGED_TEXT: Final = re.compile(
+    r"\b(?:no changes (?:were |was )?(?:made|applied|needed)|file (?:is )?unchanged"
+    r"|(?:content|file) (?:is )?already (?:up to date|identical)|nothing to change)\b",
+    re.IGNORECASE,
+)
+#: How much of a result's text is searched for "no change" (it comes first).
+_UNCHANGED_SCAN_CHARS: Final = 300
+
+
+def reports_unchanged(result: object, text: str | None) -> bool:
+    """A write that reports it changed nothing (OpenClaw's ``details.changed === false``).
+
+    Recognised: ``changed: false`` or ``status: "unchanged"`` on the result or its
+    ``details``, and a result text starting with "No changes made" / "File unchanged" /
+    "Content already identical" and the like (the first 300 characters are read).
+    """
+    if isinstance(result, Mapping):
+        for holder in (result, result.get("details")):
+            if isinstance(holder, Mapping) and (
+                holder.get("changed") is False or holder.get("status") == "unchanged"
+            ):
+                return True
+    return text is not None and _UNCHANGED_TEXT.search(text[:_UNCHANGED_SCAN_CHARS]) is not None

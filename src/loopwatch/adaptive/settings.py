@@ -14,8 +14,10 @@ from typing import Any, Final
 
 from loopwatch.adaptive.progress import (
     DEFAULT_MUTATING_TOOLS,
+    DEFAULT_POLL_TOOLS,
     DEFAULT_SHELL_TOOLS,
     DEFAULT_THINKING_TOOLS,
+    READ_ONLY_COMMANDS,
 )
 from loopwatch.errors import ConfigError, ConfigIssue
 from loopwatch.naming import normalize_tool_name
@@ -42,7 +44,7 @@ MSG_AT_LEAST_TWO: Final = "expected an integer >= 2"
 MSG_TOO_LARGE: Final = f"expected an integer <= {MAX_SETTING}"
 MSG_PERIOD_TOO_LARGE: Final = f"expected an integer <= {MAX_CYCLE_PERIOD}"
 MSG_NON_BLANK: Final = "expected a non-blank string"
-MSG_BLOCK_NOT_ABOVE_WARN: Final = "must be greater than warn ({warn})"
+MSG_BLOCK_BELOW_WARN: Final = "must not be lower than warn ({warn})"
 MSG_BLOCK_LAPS_NOT_ABOVE_WARN: Final = "must be greater than warnLaps ({warn})"
 MSG_MAX_BELOW_MIN: Final = "must not be lower than minPeriod ({minimum})"
 
@@ -103,7 +105,8 @@ class DetectorThresholds:
 
     Attributes:
         enabled: whether the detector runs at all.
-        warn: count at which the call gets a warning (``2 <= warn < block``).
+        warn: count at which the call gets a warning (``2 <= warn <= block``; equal to
+            ``block``: the detector never warns, its first evidence blocks).
         block: count at which the call is blocked.
     """
 
@@ -153,8 +156,8 @@ def _checked_thresholds(
     _check_bool(value.enabled, f"{path}.enabled", issues)
     warn_ok = _check_int(value.warn, f"{path}.warn", 2, issues)
     block_ok = _check_int(value.block, f"{path}.block", 2, issues)
-    if warn_ok and block_ok and int(value.block) <= int(value.warn):
-        _issue(issues, f"{path}.block", MSG_BLOCK_NOT_ABOVE_WARN.format(warn=int(value.warn)))
+    if warn_ok and block_ok and int(value.block) < int(value.warn):
+        _issue(issues, f"{path}.block", MSG_BLOCK_BELOW_WARN.format(warn=int(value.warn)))
     if len(issues) > count:
         return None
     return DetectorThresholds(enabled=value.enabled, warn=int(value.warn), block=int(value.block))
@@ -192,7 +195,9 @@ def _checked_cycle(value: object, path: str, issues: list[ConfigIssue]) -> Cycle
 
 
 def _default_repeated_failure() -> DetectorThresholds:
-    return DetectorThresholds(warn=2, block=3)
+    # No warning before the block: one retry of a failed call is healthy (a transient error,
+    # a double check), and a warning injected before it tells the model not to do it.
+    return DetectorThresholds(warn=3, block=3)
 
 
 def _default_same_error() -> DetectorThresholds:
@@ -201,6 +206,63 @@ def _default_same_error() -> DetectorThresholds:
 
 def _default_identical_streak() -> DetectorThresholds:
     return DetectorThresholds(warn=3, block=4)
+
+
+def _default_argument_churn() -> DetectorThresholds:
+    return DetectorThresholds(warn=6, block=9)
+
+
+def _default_terminal_failure() -> DetectorThresholds:
+    return DetectorThresholds(warn=3, block=5)
+
+
+def _default_typed_error() -> DetectorThresholds:
+    return DetectorThresholds(warn=4, block=6)
+
+
+def _default_unchanged_write() -> DetectorThresholds:
+    return DetectorThresholds(warn=2, block=3)
+
+
+def _default_poll_no_progress() -> DetectorThresholds:
+    return DetectorThresholds(warn=8, block=12)
+
+
+#: The threshold-style detectors: attribute, camelCase key, default. One entry per detector.
+_THRESHOLD_FIELDS: Final = (
+    ("repeated_failure", "repeatedFailure", _default_repeated_failure),
+    ("same_error", "sameError", _default_same_error),
+    ("identical_streak", "identicalStreak", _default_identical_streak),
+    ("argument_churn", "argumentChurn", _default_argument_churn),
+    ("terminal_failure", "terminalFailure", _default_terminal_failure),
+    ("typed_error", "typedError", _default_typed_error),
+    ("unchanged_write", "unchangedWrite", _default_unchanged_write),
+    ("poll_no_progress", "pollNoProgress", _default_poll_no_progress),
+)
+#: The tool-name lists: attribute, camelCase key.
+_NAME_FIELDS: Final = (
+    ("mutating_tools", "mutatingTools"),
+    ("thinking_tools", "thinkingTools"),
+    ("shell_tools", "shellTools"),
+    ("poll_tools", "pollTools"),
+)
+MSG_COMMAND_NAME: Final = "expected a command name (no whitespace)"
+
+
+def _command_names(value: object, path: str, issues: list[ConfigIssue]) -> tuple[str, ...]:
+    """Shell command names (``make``, ``kubectl``), in order, without duplicates."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Collection):
+        _issue(issues, path, MSG_EXPECTED_LIST)
+        return ()
+    names: list[str] = []
+    for index, item in enumerate(value):
+        if not isinstance(item, str):
+            _issue(issues, f"{path}[{index}]", MSG_EXPECTED_STRING)
+        elif not item.strip() or len(item.split()) != 1:
+            _issue(issues, f"{path}[{index}]", MSG_COMMAND_NAME)
+        elif item.strip() not in names:
+            names.append(item.strip())
+    return tuple(names)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -212,18 +274,35 @@ class AdaptiveConfig:
     Args:
         window: how many of the newest records the detectors look at (default 30, the
             reference ``historySize``).
-        repeated_failure: the same call failing with the same error (default warn 2, block 3).
+        repeated_failure: the same call failing with the same error (default: block the
+            third attempt, no warning before it: one retry of a failed call is healthy).
         same_error: one tool, the same normalised error, differing arguments (default warn 4,
             block 6; at least two distinct argument sets are required).
         identical_streak: the same call with the same outcome in a row (default warn 3,
             block 4).
         cycle: repeating sequences of 2–5 calls (default: warn after 2 identical laps, block
             the call that would start a fourth lap after 3).
+        argument_churn: one tool cycling through a few argument variants (at most 3), each
+            with one stable outcome, all failing or changing nothing (default warn 6,
+            block 9, the upcoming call included).
+        terminal_failure: consecutive shell failures, any command, with one failure
+            identity once timestamps, clock times, retry counts, durations and pids are
+            masked (default warn 3, block 5).
+        typed_error: one tool failing with the same error code (errno, HTTP status,
+            ``code=…``) across at least two argument sets (default warn 4, block 6).
+        unchanged_write: the same write again after it reported that it changed nothing
+            (default warn 2, block 3).
+        poll_no_progress: the same poll (a waiting tool, ``sleep N && …``) in a row with an
+            unchanged output (default warn 8, block 12: waiting is often
+            legitimate, and the reference's poll detector also runs).
         mutating_tools: tool names whose successful calls count as progress, in addition to
             :data:`DEFAULT_MUTATING_TOOLS` (the host's own writers, e.g. ``book_reservation``).
         thinking_tools: scratch tools, in addition to :data:`DEFAULT_THINKING_TOOLS`.
         shell_tools: shell tools whose command text is inspected for writes, in addition to
             :data:`DEFAULT_SHELL_TOOLS`.
+        poll_tools: waiting/polling tools, in addition to :data:`DEFAULT_POLL_TOOLS`.
+        read_only_commands: shell command names that only read, in addition to
+            :data:`READ_ONLY_COMMANDS` (a successful read-only command is no progress).
 
     Raises:
         ConfigError: every invalid field at once, with paths such as
@@ -235,33 +314,36 @@ class AdaptiveConfig:
     same_error: DetectorThresholds = field(default_factory=_default_same_error)
     identical_streak: DetectorThresholds = field(default_factory=_default_identical_streak)
     cycle: CycleSettings = field(default_factory=CycleSettings)
+    argument_churn: DetectorThresholds = field(default_factory=_default_argument_churn)
+    terminal_failure: DetectorThresholds = field(default_factory=_default_terminal_failure)
+    typed_error: DetectorThresholds = field(default_factory=_default_typed_error)
+    unchanged_write: DetectorThresholds = field(default_factory=_default_unchanged_write)
+    poll_no_progress: DetectorThresholds = field(default_factory=_default_poll_no_progress)
     mutating_tools: tuple[str, ...] = ()
     thinking_tools: tuple[str, ...] = ()
     shell_tools: tuple[str, ...] = ()
+    poll_tools: tuple[str, ...] = ()
+    read_only_commands: tuple[str, ...] = ()
     # Resolved sets (built-in ∪ extra names); computed once, read on every call.
     all_mutating_tools: frozenset[str] = field(init=False, repr=False, compare=False)
     all_thinking_tools: frozenset[str] = field(init=False, repr=False, compare=False)
     all_shell_tools: frozenset[str] = field(init=False, repr=False, compare=False)
+    all_poll_tools: frozenset[str] = field(init=False, repr=False, compare=False)
+    all_read_only_commands: frozenset[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         issues: list[ConfigIssue] = []
         _check_int(self.window, f"{CONFIG_PATH}.window", 2, issues)
         checked: dict[str, object] = {
-            "repeated_failure": _checked_thresholds(
-                self.repeated_failure, f"{CONFIG_PATH}.repeatedFailure", issues
-            ),
-            "same_error": _checked_thresholds(self.same_error, f"{CONFIG_PATH}.sameError", issues),
-            "identical_streak": _checked_thresholds(
-                self.identical_streak, f"{CONFIG_PATH}.identicalStreak", issues
-            ),
-            "cycle": _checked_cycle(self.cycle, f"{CONFIG_PATH}.cycle", issues),
+            attr: _checked_thresholds(getattr(self, attr), f"{CONFIG_PATH}.{key}", issues)
+            for attr, key, _default in _THRESHOLD_FIELDS
         }
-        for attr, key in (
-            ("mutating_tools", "mutatingTools"),
-            ("thinking_tools", "thinkingTools"),
-            ("shell_tools", "shellTools"),
-        ):
+        checked["cycle"] = _checked_cycle(self.cycle, f"{CONFIG_PATH}.cycle", issues)
+        for attr, key in _NAME_FIELDS:
             checked[attr] = _normalise_names(getattr(self, attr), f"{CONFIG_PATH}.{key}", issues)
+        checked["read_only_commands"] = _command_names(
+            self.read_only_commands, f"{CONFIG_PATH}.readOnlyCommands", issues
+        )
         if issues:
             raise ConfigError(issues)
         object.__setattr__(self, "window", int(self.window))
@@ -275,6 +357,12 @@ class AdaptiveConfig:
         )
         object.__setattr__(
             self, "all_shell_tools", DEFAULT_SHELL_TOOLS | frozenset(self.shell_tools)
+        )
+        object.__setattr__(self, "all_poll_tools", DEFAULT_POLL_TOOLS | frozenset(self.poll_tools))
+        object.__setattr__(
+            self,
+            "all_read_only_commands",
+            READ_ONLY_COMMANDS | frozenset(self.read_only_commands),
         )
 
     @classmethod
@@ -320,44 +408,24 @@ class AdaptiveConfig:
 
     def to_mapping(self) -> dict[str, Any]:
         """The camelCase ``adaptive`` block (every field; tool lists are the extra names)."""
-        return {
-            "window": self.window,
-            "repeatedFailure": self.repeated_failure.to_mapping(),
-            "sameError": self.same_error.to_mapping(),
-            "identicalStreak": self.identical_streak.to_mapping(),
-            "cycle": self.cycle.to_mapping(),
-            "mutatingTools": list(self.mutating_tools),
-            "thinkingTools": list(self.thinking_tools),
-            "shellTools": list(self.shell_tools),
-        }
+        block: dict[str, Any] = {"window": self.window}
+        for attr, key, _default in _THRESHOLD_FIELDS:
+            block[key] = getattr(self, attr).to_mapping()
+        block["cycle"] = self.cycle.to_mapping()
+        for attr, key in _NAME_FIELDS:
+            block[key] = list(getattr(self, attr))
+        block["readOnlyCommands"] = list(self.read_only_commands)
+        return block
 
 
-_TOP_KEYS: Final = frozenset(
-    {
-        "window",
-        "repeatedFailure",
-        "sameError",
-        "identicalStreak",
-        "cycle",
-        "mutatingTools",
-        "thinkingTools",
-        "shellTools",
-    }
-)
 _ATTR_OF: Final = {
     "window": "window",
-    "repeatedFailure": "repeated_failure",
-    "sameError": "same_error",
-    "identicalStreak": "identical_streak",
-    "mutatingTools": "mutating_tools",
-    "thinkingTools": "thinking_tools",
-    "shellTools": "shell_tools",
+    "readOnlyCommands": "read_only_commands",
+    **{key: attr for attr, key, _default in _THRESHOLD_FIELDS},
+    **{key: attr for attr, key in _NAME_FIELDS},
 }
-_THRESHOLD_DEFAULTS: Final = {
-    "repeatedFailure": _default_repeated_failure,
-    "sameError": _default_same_error,
-    "identicalStreak": _default_identical_streak,
-}
+_THRESHOLD_DEFAULTS: Final = {key: default for _attr, key, default in _THRESHOLD_FIELDS}
+_TOP_KEYS: Final = frozenset({*_ATTR_OF, "cycle"})
 _THRESHOLD_KEYS: Final = frozenset({"enabled", "warn", "block"})
 _CYCLE_KEYS: Final = {
     "enabled": "enabled",
