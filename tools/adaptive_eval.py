@@ -172,6 +172,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--only-flagged", action="store_true", help="hide quiet healthy runs")
     args = parser.parse_args(argv)
 
+    if not args.corpus.is_dir() or not any(args.corpus.glob("*.jsonl")):
+        sys.stderr.write(
+            f"adaptive_eval: no corpus at {args.corpus} (expected a directory of *.jsonl "
+            "transcripts, ../shared/corpus/traj beside the worktree); pass --corpus DIR\n"
+        )
+        return 2
     config = load_config(args.config)
     labels = read_labels(args.labels) if args.labels.exists() else {}
     outcomes = [replay_adaptive(name, run, config) for name, run in corpus_runs(args.corpus)]

@@ -268,7 +268,9 @@ _ERROR_CODES: Final = (
     ("http", re.compile(r"\bHTTP(?:/\d(?:\.\d)?)?\s{0,3}(?:status\s{0,3})?:?\s{0,3}([1-5]\d\d)\b")),
     (
         "http",
-        re.compile(r"\bstatus(?:[ _]?code)?\s{0,3}[=:]\s{0,3}\"?([1-5]\d\d)\b", re.IGNORECASE),
+        re.compile(
+            r"\bstatus(?:[ _]?code)?\\?\"?\s{0,3}[=:]\s{0,3}\"?([1-5]\d\d)\b", re.IGNORECASE
+        ),
     ),
     (
         "http",

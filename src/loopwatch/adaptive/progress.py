@@ -53,6 +53,7 @@ DEFAULT_SHELL_TOOLS: Final[frozenset[str]] = frozenset(
         "exec",
         "execute_bash",
         "execute_command",
+        "powershell",
         "run_command",
         "run_shell_command",
         "run_terminal_cmd",
@@ -282,6 +283,10 @@ READ_ONLY_COMMANDS: Final[frozenset[str]] = frozenset(
         "sha1sum", "sha256sum", "shasum", "sleep", "sort", "stat", "strings", "tac", "tail",
         "test", "tr", "tree", "true", "type", "uname", "uniq", "wc", "whereis", "which",
         "whoami", "xxd", "yq", "zcat", "[", "[[",
+        # PowerShell (matched case-insensitively, as PowerShell does)
+        "dir", "gc", "gci", "get-childitem", "get-command", "get-content", "get-item",
+        "get-location", "resolve-path", "select-string", "test-path", "write-host",
+        "write-output",
     }
 )  # fmt: skip
 
@@ -350,6 +355,8 @@ def _simple_command_reads(words: list[str], read_only: frozenset[str]) -> bool:
     if not words or all(word in _CLOSING_WORDS for word in words):
         return True
     name = words[0].rsplit("/", 1)[-1]
+    if name not in read_only:
+        name = name.lower()
     if name in ("for", "case", "select"):
         return True  # the loop's own commands are the next simple commands
     if name not in read_only:

@@ -1,7 +1,7 @@
 """The adaptive detectors for stalls OpenClaw 9 describes (REFERENCE-NOTES §1.4), in our form.
 
 * **argument_churn** — one tool alternating between a few argument variants, every call
-  failing with the same error class or changing nothing.
+  with one shared outcome: the same error class, "changed nothing", or the same result.
 * **terminal_failure** — consecutive shell failures, whatever the command, with one failure
   identity once timestamps, clock times, retry counts, durations and pids are masked.
 * **typed_error** — one tool failing with the same error code (errno, HTTP status,
@@ -106,10 +106,16 @@ def _templates(level: str, warning: str, critical: str) -> str:
 
 
 def _churn_outcome(record: AdaptiveRecord) -> str | None:
-    """What a churning call must keep: its error class, or "changed nothing"."""
+    """What every call of a churn shares: an error class, "changed nothing", or a result.
+
+    A success counts with its result hash, so only variants whose output is one and the
+    same (the variation changed nothing) churn; a mutating success is progress instead.
+    """
     if record.failed:
         return record.error_class
-    return "unchanged" if record.unchanged else None
+    if record.unchanged:
+        return "unchanged"
+    return None if record.mutating else f"ok:{record.result_hash}"
 
 
 def detect_argument_churn(ctx: DetectionContext) -> AdaptiveVerdict | None:
