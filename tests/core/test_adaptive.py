@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import pathlib
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -47,6 +46,7 @@ from loopwatch.adaptive import (
     is_mutating_call,
     normalize_error_text,
     result_failure_text,
+    shell_command_is_read_only,
     shell_command_mutates,
 )
 from loopwatch.adaptive.detectors import RESETS_REPEATED_FAILURE
@@ -801,11 +801,19 @@ def test_shell_mutation_is_read_from_the_command_of_shell_tools_only() -> None:
     ],
     ids=["sed", "tee", "newlines", "find", "quotes", "open", "pip", "heredocs"],
 )
-def test_huge_adversarial_commands_stay_fast(command: str) -> None:
-    started = time.perf_counter()
-    shell_command_mutates(command)
-    classify_error(command, {"command": command[:50]})
-    assert time.perf_counter() - started < 2.0
+def test_huge_adversarial_commands_are_judged_from_bounded_text(command: str) -> None:
+    # No wall-clock limit (the machine may be loaded): the bounds are structural. Commands
+    # are cut to 50,000 characters, error texts to 2,000, and a command over 10,000
+    # characters is never read-only, so it is progress without being parsed.
+    assert isinstance(shell_command_mutates(command), bool)
+    assert shell_command_mutates(command + "\n" + command) == shell_command_mutates(
+        (command + "\n" + command)[:50_000]
+    )
+    assert classify_error(command, {"command": command[:50]}) == classify_error(
+        command[:2_000], {"command": command[:50]}
+    )
+    assert not shell_command_is_read_only(command)
+    assert is_mutating_call("exec", {"command": command}, DEFAULT_ADAPTIVE_CONFIG)
 
 
 # --- configuration -----------------------------------------------------------------------------

@@ -88,7 +88,9 @@ _UUID: Final = re.compile(
 _HEX: Final = re.compile(
     r"\b0x[0-9a-fA-F]+\b|\b(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,}\b"
 )
-_PATH: Final = re.compile(r"(?:[A-Za-z]:)?[\w.~…-]*(?:[\\/](?:[\w.~…-]*[\w~…-])?)+")
+# A path starts where a token starts: trying every position inside a long token would be
+# quadratic in its length.
+_PATH: Final = re.compile(r"(?<![\w.~…-])(?:[A-Za-z]:)?[\w.~…-]*(?:[\\/](?:[\w.~…-]*[\w~…-])?)+")
 _NUMBER: Final = re.compile(r"[-+]?\d+(?:\.\d+)?")
 _SPACES: Final = re.compile(r"\s+")
 #: A run this long without whitespace is data, not words (linear: at most 120 steps a start).
@@ -99,8 +101,9 @@ _BARE_STATUS: Final = re.compile(
 )
 #: Longest normalised error text kept for the digest (tracebacks differ only further down).
 _ERROR_CLASS_CHARS: Final = 400
-#: Longest error text normalised (a traceback's head names the error).
-_ERROR_SCAN_CHARS: Final = 4_000
+#: Longest error text normalised (a traceback's head names the error; 400 normalised
+#: characters are kept, so more would only cost time).
+_ERROR_SCAN_CHARS: Final = 2_000
 _MIN_ECHO_CHARS: Final = 3
 _MAX_ECHO_VALUES: Final = 64
 
@@ -238,20 +241,23 @@ _VOLATILE: Final = re.compile(
     r"|\b(?:pid|ppid)\s{0,3}[:=#]?\s{0,3}\d{1,9}",
     re.IGNORECASE,
 )
-#: Longest text masked and hashed whole; a longer one keeps its head and its tail.
-_IDENTITY_HEAD_CHARS: Final = 16_000
-_IDENTITY_TAIL_CHARS: Final = 4_000
+#: How much of a text's head and tail is masked (the error and its summary live there); the
+#: middle of a longer text is kept as it is, so the cost stays bounded and nothing is lost.
+_IDENTITY_HEAD_CHARS: Final = 2_000
+_IDENTITY_TAIL_CHARS: Final = 1_000
 
 
 def mask_volatile(text: str) -> str:
     """The text with timestamps, clock times, retry counts, durations and pids as ``#``.
 
-    A text longer than 20,000 characters is cut to its head and tail first (the error and
-    its summary), so the cost stays bounded.
+    Only the first 2,000 and the last 1,000 characters are masked; the middle of a longer
+    text is kept unchanged.
     """
-    if len(text) > _IDENTITY_HEAD_CHARS + _IDENTITY_TAIL_CHARS:
-        text = text[:_IDENTITY_HEAD_CHARS] + "\n…\n" + text[-_IDENTITY_TAIL_CHARS:]
-    return _VOLATILE.sub("#", text)
+    if len(text) <= _IDENTITY_HEAD_CHARS + _IDENTITY_TAIL_CHARS:
+        return _VOLATILE.sub("#", text)
+    head = _VOLATILE.sub("#", text[:_IDENTITY_HEAD_CHARS])
+    tail = _VOLATILE.sub("#", text[-_IDENTITY_TAIL_CHARS:])
+    return head + text[_IDENTITY_HEAD_CHARS:-_IDENTITY_TAIL_CHARS] + tail
 
 
 # --- typed errors: one error code across varying arguments ---------------------------------

@@ -317,6 +317,8 @@ _CLOSING_WORDS: Final = frozenset({"fi", "done", "esac", "}", ")", ";;"})
 _FIND_ACTIONS: Final = frozenset(
     {"-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprint0", "-fprintf", "-fls"}
 )
+#: Longest command judged read-only (longer ones are scripts, and count as state-changing).
+_MAX_READ_ONLY_CHARS: Final = 10_000
 _SIMPLE_SPLIT: Final = re.compile(r"\$\(|[\n;|&()`]")
 _ASSIGNMENT: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 #: Descriptor redirections (``2>&1``, ``&>``, ``|&``): syntax, not command separators.
@@ -374,16 +376,19 @@ def shell_command_is_read_only(
     """Whether a shell command only reads (see :data:`READ_ONLY_COMMANDS`).
 
     Args:
-        command: the command text (the first 50,000 characters are judged).
+        command: the command text; one longer than 10,000 characters is never read-only
+            (judging it would cost more than it could save).
         read_only: the read-only command names (``AdaptiveConfig.all_read_only_commands``:
             the built-in ones and ``loopwatch.adaptive.readOnlyCommands``).
 
     Returns:
         ``True`` when every simple command reads and nothing writes.
     """
-    text = command[:_MAX_SCAN_CHARS]
-    if shell_command_mutates(text):
+    if len(command) > _MAX_READ_ONLY_CHARS:
+        return False  # a command this long is a script: count it as state-changing
+    if shell_command_mutates(command):
         return False
+    text = command
     shell, _bodies = _split_heredocs(text)
     return all(
         _simple_command_reads(part.split(), read_only)
