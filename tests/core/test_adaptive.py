@@ -57,7 +57,10 @@ from loopwatch.naming import normalize_tool_name
 
 #: The detectors' mechanics are tested with a warning before the repeated_failure block (the
 #: shipped default blocks the third attempt without one; see the ``default_`` tests).
-CONFIG = AdaptiveConfig(repeated_failure=DetectorThresholds(warn=2, block=3))
+CONFIG = AdaptiveConfig(
+    repeated_failure=DetectorThresholds(warn=2, block=3),
+    identical_streak=DetectorThresholds(warn=3, block=4),
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -826,7 +829,7 @@ def test_defaults_and_mapping_round_trip() -> None:
         "window": 30,
         "repeatedFailure": {"enabled": True, "warn": 3, "block": 3},
         "sameError": {"enabled": True, "warn": 4, "block": 6},
-        "identicalStreak": {"enabled": True, "warn": 3, "block": 4},
+        "identicalStreak": {"enabled": True, "warn": 3, "block": 3},
         "argumentChurn": {"enabled": True, "warn": 6, "block": 9},
         "terminalFailure": {"enabled": True, "warn": 3, "block": 5},
         "typedError": {"enabled": True, "warn": 4, "block": 6},

@@ -26,6 +26,7 @@ from loopwatch.adaptive import (
     ARGUMENT_CHURN,
     DEFAULT_ADAPTIVE_CONFIG,
     DETECTOR_TABLE,
+    IDENTICAL_STREAK,
     MSG_ARGUMENT_CHURN_WARNING,
     MSG_POLL_NO_PROGRESS_CRITICAL,
     MSG_TERMINAL_FAILURE_CRITICAL,
@@ -392,6 +393,16 @@ def test_one_retry_of_a_failed_call_gets_no_warning_by_default() -> None:
     warns = AdaptiveConfig(repeated_failure=DetectorThresholds(warn=2, block=3))
     verdict = verdict_for([fail("read", read, "File not found: /x")], Call("read", read), warns)
     assert verdict is not None and verdict.level == "warning"
+
+
+def test_a_third_identical_call_with_the_same_outcome_is_blocked_and_a_recheck_is_not() -> None:
+    status = Call("exec", sh("git status"), result="nothing to commit")
+    assert replay([status, status]) == []  # one re-check of a result is healthy
+    verdict = verdict_for([status, status], Call("exec", sh("git status")))
+    assert verdict is not None
+    assert (verdict.detector, verdict.level, verdict.count) == (IDENTICAL_STREAK, "critical", 3)
+    changed = [status, Call("exec", sh("git status"), result="modified: a.py")]
+    assert verdict_for(changed, Call("exec", sh("git status"))) is None
 
 
 def test_failures_equal_once_timestamps_durations_and_pids_are_masked_are_one_failure() -> None:

@@ -88,7 +88,10 @@ def test_adaptive_settings_come_from_the_config_file_block() -> None:
         "tools": {"loopDetection": {"enabled": True}},
         "loopwatch": {
             "profile": "adaptive",
-            "adaptive": {"repeatedFailure": {"warn": 3, "block": 4}},
+            "adaptive": {
+                "repeatedFailure": {"warn": 3, "block": 4},
+                "identicalStreak": {"enabled": False},
+            },
         },
     }
     guard = LoopGuard(openclaw_config=config)

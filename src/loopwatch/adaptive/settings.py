@@ -205,7 +205,9 @@ def _default_same_error() -> DetectorThresholds:
 
 
 def _default_identical_streak() -> DetectorThresholds:
-    return DetectorThresholds(warn=3, block=4)
+    # One re-check of a result is healthy; a third identical call in a row with the same
+    # outcome is strong evidence (polls are judged by the poll detector instead).
+    return DetectorThresholds(warn=3, block=3)
 
 
 def _default_argument_churn() -> DetectorThresholds:
@@ -278,8 +280,8 @@ class AdaptiveConfig:
             third attempt, no warning before it: one retry of a failed call is healthy).
         same_error: one tool, the same normalised error, differing arguments (default warn 4,
             block 6; at least two distinct argument sets are required).
-        identical_streak: the same call with the same outcome in a row (default warn 3,
-            block 4).
+        identical_streak: the same call with the same outcome in a row (default: block the
+            third, no warning before it).
         cycle: repeating sequences of 2–5 calls (default: warn after 2 identical laps, block
             the call that would start a fourth lap after 3).
         argument_churn: one tool cycling through a few argument variants (at most 3), each
