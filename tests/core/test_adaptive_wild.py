@@ -708,6 +708,43 @@ def test_read_only_judgement_never_raises(command: str) -> None:
     assert isinstance(shell_command_is_read_only(command), bool)
 
 
+@settings(max_examples=80, deadline=None)
+@given(
+    st.text(alphabet=st.sampled_from("0123456789:-T.Z ms pid retry/ofHTTP code=E"), max_size=400)
+)
+def test_failure_text_readers_are_total_and_mask_idempotently(text: str) -> None:
+    masked = mask_volatile(text)
+    assert mask_volatile(masked) == masked
+    assert len(masked) <= len(text) + 1
+    code = error_code(text)
+    assert code is None or code.split(":", 1)[0] in ("errno", "http", "code")
+    assert isinstance(is_dismissal(text), bool)
+
+
+def test_settings_is_a_leaf_config_can_import_without_a_cycle() -> None:
+    import ast
+    import subprocess
+
+    path = pathlib.Path(__file__).resolve().parents[2] / "src/loopwatch/adaptive/settings.py"
+    imported = {
+        node.module
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("loopwatch")
+    }
+    allowed = {
+        "loopwatch.errors",
+        "loopwatch.messages",
+        "loopwatch.naming",
+        "loopwatch.jsstr",
+        "loopwatch._undefined",
+        "loopwatch.adaptive.progress",  # constants and stdlib only at run time
+    }
+    assert imported <= allowed
+    for module in ("loopwatch.config", "loopwatch.adaptive.settings", "loopwatch.adaptive"):
+        done = subprocess.run([sys.executable, "-c", f"import {module}"], check=False)
+        assert done.returncode == 0, module
+
+
 # --- the evaluation tool -------------------------------------------------------------------------
 
 

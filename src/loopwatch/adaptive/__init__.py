@@ -13,12 +13,16 @@ early, and is built so that a run making progress is never stopped:
 * **identical_streak** — the same call with the same outcome, consecutively.
 * **cycle** — a sequence of 2–5 calls repeating with identical outcomes, lap after lap
   (blocked after 3 laps).
+* the stall detectors of :mod:`~loopwatch.adaptive.stalls` — **unchanged_write**,
+  **poll_no_progress**, **terminal_failure**, **typed_error**, **argument_churn**.
 
-**Progress resets.** A successful call of a mutating tool (an edit, a write, a shell command
-that writes a file, …) starts a new *segment*: the failure counts only look at the calls since
-the last progress, so "edit, then re-run the test" is never a loop. Repeating the very same
-write (same arguments, same outcome) within a segment is not new progress. Calls of thinking
-tools (``think``) are transparent: they never break a streak and are never part of a loop.
+**Progress resets.** A successful call that could have changed the outcome (a mutating tool,
+a shell command that is not read-only, the read a "read it first" error asks for) starts a
+new *segment*: the failure counts only look at the calls since the last progress, so "edit,
+then re-run the test" and "git config, then commit again" are never loops. Repeating the very
+same write (same arguments, same outcome) within a segment is not new progress. Calls of
+thinking tools (``think``) and calls the user rejected, interrupted or cancelled are
+transparent: they never break a streak and are never part of a loop.
 
 Everything here is pure: records in, verdict out, no I/O, no clock, no logging. The session
 engine builds one :class:`AdaptiveRecord` per call (:func:`build_adaptive_record`, at
@@ -32,13 +36,20 @@ Configuration lives in the top-level ``loopwatch`` block of a config file, never
       profile: "adaptive",
       adaptive: {
         window: 30,                                  // newest records considered
-        repeatedFailure: { enabled: true, warn: 2, block: 3 },
+        repeatedFailure: { enabled: true, warn: 3, block: 3 },  // warn == block: no warning
         sameError:       { enabled: true, warn: 4, block: 6 },
-        identicalStreak: { enabled: true, warn: 3, block: 4 },
+        identicalStreak: { enabled: true, warn: 3, block: 3 },
         cycle: { enabled: true, minPeriod: 2, maxPeriod: 5, warnLaps: 2, blockLaps: 3 },
+        unchangedWrite:  { enabled: true, warn: 2, block: 3 },
+        pollNoProgress:  { enabled: true, warn: 8, block: 12 },
+        terminalFailure: { enabled: true, warn: 3, block: 5 },
+        typedError:      { enabled: true, warn: 4, block: 6 },
+        argumentChurn:   { enabled: true, warn: 6, block: 9 },
         mutatingTools: ["book_reservation"],         // added to the built-in list
         thinkingTools: ["scratchpad"],               // added to ["think"]
         shellTools: ["run"],                         // added to the built-in list
+        pollTools: ["wait_for_job"],                 // added to the built-in list
+        readOnlyCommands: ["kubectl"],               // added to READ_ONLY_COMMANDS
       },
     }
 
@@ -48,8 +59,10 @@ of a call that failed twice with the same error.
 The package, one concept per module: :mod:`~loopwatch.adaptive.settings` (the validated
 ``loopwatch.adaptive`` block), :mod:`~loopwatch.adaptive.progress` (which calls change state),
 :mod:`~loopwatch.adaptive.failures` (failure texts, error classes),
-:mod:`~loopwatch.adaptive.facts` (the per-call record) and
-:mod:`~loopwatch.adaptive.detectors` (the detectors and their table).
+:mod:`~loopwatch.adaptive.facts` (the per-call record),
+:mod:`~loopwatch.adaptive.verdicts` (what detectors share), :mod:`~loopwatch.adaptive.stalls`
+(the stall detectors) and :mod:`~loopwatch.adaptive.detectors` (the first four and the one
+table of all of them).
 """
 
 from __future__ import annotations
