@@ -338,7 +338,9 @@ def _git_reads(words: list[str]) -> bool:
     listing = _GIT_LISTING.get(sub)
     if listing is None:
         return False
-    if sub in ("remote", "stash") and rest:
+    if sub == "stash":
+        return bool(rest) and rest[0] in listing  # ``git stash`` alone stashes
+    if sub == "remote" and rest:
         return rest[0] in listing
     return all(word in listing or not word.startswith("-") for word in rest) and (
         not rest or any(word in listing for word in rest)
