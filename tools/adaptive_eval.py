@@ -65,6 +65,7 @@ class Outcome:
     first_warning: tuple[int, AdaptiveVerdict] | None
     first_block: tuple[int, AdaptiveVerdict] | None
     reference_block: int | None
+    reference_warning: int | None
     thinking: tuple[bool, ...]
 
     @property
@@ -126,13 +127,16 @@ def replay_adaptive(name: str, run: Run, config: AdaptiveConfig) -> Outcome:
         except (TypeError, ValueError):
             continue
         records.append(record)
-    reference = replay_run(run, ReplaySettings()).first_stop
+    replayed = replay_run(run, ReplaySettings())
+    reference = replayed.first_stop
+    reference_warning = replayed.first_warning
     return Outcome(
         name=name,
         calls=len(run.calls),
         first_warning=first_warning,
         first_block=first_block,
         reference_block=reference.index - 1 if reference is not None else None,
+        reference_warning=reference_warning.index - 1 if reference_warning is not None else None,
         thinking=tuple(thinking),
     )
 
@@ -171,11 +175,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--config", help="JSON5: an adaptive block, or a whole config")
     parser.add_argument("--only-flagged", action="store_true", help="hide quiet healthy runs")
     args = parser.parse_args(argv)
+
     if not args.corpus.is_dir() or not any(args.corpus.glob("*.jsonl")):
-        print(
-            f"adaptive_eval: error: no corpus at {args.corpus} (a folder of *.jsonl runs; "
-            "the default is ../shared/corpus/traj beside the checkout, or pass --corpus DIR)",
-            file=sys.stderr,
+        sys.stderr.write(
+            f"adaptive_eval: no corpus at {args.corpus} (expected a directory of *.jsonl "
+            "transcripts, ../shared/corpus/traj beside the worktree); pass --corpus DIR\n"
         )
         return 2
     config = load_config(args.config)
@@ -236,6 +240,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     warned = [o.name for o in healthy if o.first_warning is not None and o.first_block is None]
     print(f"\nhealthy runs with an adaptive warning (no block): {len(warned)}")
     for name in warned:
+        print(f"    {name}")
+    profile_warned = [
+        o.name
+        for o in healthy
+        if o.profile_block is None
+        and (o.first_warning is not None or o.reference_warning is not None)
+    ]
+    print(
+        f"healthy runs warned under the adaptive profile (reference + adaptive, no block): "
+        f"{len(profile_warned)}"
+    )
+    for name in profile_warned:
         print(f"    {name}")
     return 0
 

@@ -28,6 +28,7 @@ from typing import Any, Final, Literal
 
 import json5
 
+from loopwatch.adaptive.settings import AdaptiveConfig
 from loopwatch.core._undefined import UNDEFINED
 from loopwatch.core.jsstr import js_lower, js_trim
 from loopwatch.errors import ConfigError, ConfigIssue
@@ -896,9 +897,6 @@ def _validate_loopwatch_block(value: object, issues: list[ConfigIssue], dups: _D
 
 
 def _adaptive_issues(value: object, path: str) -> tuple[ConfigIssue, ...]:
-    # Imported here: the adaptive module builds on this one.
-    from loopwatch.adaptive import AdaptiveConfig
-
     try:
         AdaptiveConfig.from_mapping(value, path=path)
     except ConfigError as err:

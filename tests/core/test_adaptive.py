@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import pathlib
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,10 +26,12 @@ from loopwatch.adaptive import (
     MSG_CYCLE_WARNING,
     MSG_IDENTICAL_STREAK_CRITICAL,
     MSG_IDENTICAL_STREAK_WARNING,
+    MSG_POLL_NO_PROGRESS_WARNING,
     MSG_REPEATED_FAILURE_CRITICAL,
     MSG_REPEATED_FAILURE_WARNING,
     MSG_SAME_ERROR_CRITICAL,
     MSG_SAME_ERROR_WARNING,
+    POLL_NO_PROGRESS,
     REPEATED_FAILURE,
     SAME_ERROR,
     AdaptiveConfig,
@@ -44,13 +45,22 @@ from loopwatch.adaptive import (
     is_mutating_call,
     normalize_error_text,
     result_failure_text,
+    shell_command_is_read_only,
     shell_command_mutates,
 )
+from loopwatch.adaptive.detectors import RESETS_REPEATED_FAILURE
 from loopwatch.core._undefined import UNDEFINED
 from loopwatch.core.naming import normalize_tool_name
 from loopwatch.fingerprint import hash_tool_call
 
 # --- helpers ---------------------------------------------------------------------------------
+
+#: The detectors' mechanics are tested with a warning before the repeated_failure block (the
+#: shipped default blocks the third attempt without one; see the ``default_`` tests).
+CONFIG = AdaptiveConfig(
+    repeated_failure=DetectorThresholds(warn=2, block=3),
+    identical_streak=DetectorThresholds(warn=3, block=4),
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,9 +83,7 @@ def think(text: str) -> Call:
     return Call("think", {"thought": text}, result="")
 
 
-def records_of(
-    calls: Sequence[Call], config: AdaptiveConfig = DEFAULT_ADAPTIVE_CONFIG
-) -> list[AdaptiveRecord]:
+def records_of(calls: Sequence[Call], config: AdaptiveConfig = CONFIG) -> list[AdaptiveRecord]:
     return [
         build_adaptive_record(c.tool, c.params, result=c.result, error=c.error, config=config)
         for c in calls
@@ -86,13 +94,13 @@ def verdict_for(
     calls: Sequence[Call],
     tool: str,
     params: Any,
-    config: AdaptiveConfig = DEFAULT_ADAPTIVE_CONFIG,
+    config: AdaptiveConfig = CONFIG,
 ) -> AdaptiveVerdict | None:
     return evaluate_adaptive(records_of(calls, config), tool, hash_tool_call(tool, params), config)
 
 
 def replay(
-    calls: Sequence[Call], config: AdaptiveConfig = DEFAULT_ADAPTIVE_CONFIG
+    calls: Sequence[Call], config: AdaptiveConfig = CONFIG
 ) -> list[tuple[int, AdaptiveVerdict]]:
     """Every verdict a host would get, calling before each call with the earlier records."""
     records: list[AdaptiveRecord] = []
@@ -107,9 +115,7 @@ def replay(
     return verdicts
 
 
-def first_block(
-    calls: Sequence[Call], config: AdaptiveConfig = DEFAULT_ADAPTIVE_CONFIG
-) -> int | None:
+def first_block(calls: Sequence[Call], config: AdaptiveConfig = CONFIG) -> int | None:
     return next((i for i, v in replay(calls, config) if v.level == "critical"), None)
 
 
@@ -127,7 +133,7 @@ FILE_NOT_FOUND = (
 
 def test_second_attempt_of_a_failed_call_is_a_warning() -> None:
     records = records_of([fail("read", MISSING, FILE_NOT_FOUND)])
-    verdict = evaluate_adaptive(records, "read", key("read", MISSING))
+    verdict = evaluate_adaptive(records, "read", key("read", MISSING), CONFIG)
     assert verdict == AdaptiveVerdict(
         detector=REPEATED_FAILURE,
         level="warning",
@@ -141,6 +147,7 @@ def test_second_attempt_of_a_failed_call_is_a_warning() -> None:
         tool_name="read",
         warning_key=f"adaptive:repeated_failure:read:{key('read', MISSING)}:"
         f"{records[0].failure_hash}",
+        resets=RESETS_REPEATED_FAILURE,
     )
     assert verdict.message == MSG_REPEATED_FAILURE_WARNING.format(count=2, tool="read")
 
@@ -451,10 +458,14 @@ def test_identical_streak(
         )
 
 
-def test_known_polls_are_left_to_the_reference_poll_detector() -> None:
+def test_known_polls_are_not_streaks_and_warn_only_after_eight_unchanged_polls() -> None:
     poll = {"action": "poll", "sessionId": "s1"}
-    calls = [ok("process", poll, {"details": {"status": "running"}, "content": []})] * 6
+    calls = [ok("process", poll, {"details": {"status": "running"}, "content": []})] * 7
     assert replay(calls) == []
+    verdict = verdict_for(calls, "process", poll)
+    assert verdict is not None
+    assert (verdict.detector, verdict.level, verdict.count) == (POLL_NO_PROGRESS, "warning", 8)
+    assert verdict.message == MSG_POLL_NO_PROGRESS_WARNING.format(tool="process", prior=7)
 
 
 # --- cycle -----------------------------------------------------------------------------------
@@ -633,7 +644,11 @@ def test_the_window_limits_what_is_seen() -> None:
 
 
 def test_host_declared_tools() -> None:
-    config = AdaptiveConfig(mutating_tools=("Book_Reservation",), thinking_tools=("scratch",))
+    config = AdaptiveConfig(
+        mutating_tools=("Book_Reservation",),
+        thinking_tools=("scratch",),
+        repeated_failure=CONFIG.repeated_failure,
+    )
     assert config.mutating_tools == ("book_reservation",)
     assert "book_reservation" in config.all_mutating_tools
     assert "write" in config.all_mutating_tools
@@ -789,11 +804,19 @@ def test_shell_mutation_is_read_from_the_command_of_shell_tools_only() -> None:
     ],
     ids=["sed", "tee", "newlines", "find", "quotes", "open", "pip", "heredocs"],
 )
-def test_huge_adversarial_commands_stay_fast(command: str) -> None:
-    started = time.perf_counter()
-    shell_command_mutates(command)
-    classify_error(command, {"command": command[:50]})
-    assert time.perf_counter() - started < 2.0
+def test_huge_adversarial_commands_are_judged_from_bounded_text(command: str) -> None:
+    # No wall-clock limit (the machine may be loaded): the bounds are structural. Commands
+    # are cut to 50,000 characters, error texts to 2,000, and a command over 10,000
+    # characters is never read-only, so it is progress without being parsed.
+    assert isinstance(shell_command_mutates(command), bool)
+    assert shell_command_mutates(command + "\n" + command) == shell_command_mutates(
+        (command + "\n" + command)[:50_000]
+    )
+    assert classify_error(command, {"command": command[:50]}) == classify_error(
+        command[:2_000], {"command": command[:50]}
+    )
+    assert not shell_command_is_read_only(command)
+    assert is_mutating_call("exec", {"command": command}, DEFAULT_ADAPTIVE_CONFIG)
 
 
 # --- configuration -----------------------------------------------------------------------------
@@ -804,13 +827,20 @@ def test_defaults_and_mapping_round_trip() -> None:
     assert config == DEFAULT_ADAPTIVE_CONFIG
     assert config.to_mapping() == {
         "window": 30,
-        "repeatedFailure": {"enabled": True, "warn": 2, "block": 3},
+        "repeatedFailure": {"enabled": True, "warn": 3, "block": 3},
         "sameError": {"enabled": True, "warn": 4, "block": 6},
-        "identicalStreak": {"enabled": True, "warn": 3, "block": 4},
+        "identicalStreak": {"enabled": True, "warn": 3, "block": 3},
+        "argumentChurn": {"enabled": True, "warn": 6, "block": 9},
+        "terminalFailure": {"enabled": True, "warn": 3, "block": 5},
+        "typedError": {"enabled": True, "warn": 4, "block": 6},
+        "unchangedWrite": {"enabled": True, "warn": 2, "block": 3},
+        "pollNoProgress": {"enabled": True, "warn": 8, "block": 12},
         "cycle": {"enabled": True, "minPeriod": 2, "maxPeriod": 5, "warnLaps": 2, "blockLaps": 3},
         "mutatingTools": [],
         "thinkingTools": [],
         "shellTools": [],
+        "pollTools": [],
+        "readOnlyCommands": [],
     }
     assert AdaptiveConfig.from_mapping(config.to_mapping()) == config
     assert AdaptiveConfig.from_mapping(None) == config
@@ -827,7 +857,7 @@ def test_from_mapping_partial_blocks_keep_the_other_defaults() -> None:
         }
     )
     assert config.window == 50 and isinstance(config.window, int)
-    assert config.repeated_failure == DetectorThresholds(warn=2, block=4)
+    assert config.repeated_failure == DetectorThresholds(warn=3, block=4)
     assert config.cycle == CycleSettings(max_period=3)
     assert config.mutating_tools == ("exec", "book_reservation")
 
@@ -837,7 +867,7 @@ def test_every_issue_is_reported_at_once_with_its_path() -> None:
         AdaptiveConfig.from_mapping(
             {
                 "window": 0,
-                "repeatedFailure": {"warn": 3, "block": 3},
+                "repeatedFailure": {"warn": 3, "block": 2},
                 "sameError": {"block": True, "colour": 1},
                 "identicalStreak": "often",
                 "cycle": {"minPeriod": 4, "maxPeriod": 3, "warnLaps": 3, "blockLaps": 2},
@@ -851,7 +881,7 @@ def test_every_issue_is_reported_at_once_with_its_path() -> None:
         ConfigIssue("loopwatch.adaptive.identicalStreak", "expected an object"),
         ConfigIssue("loopwatch.adaptive.profile", "unknown key"),
         ConfigIssue("loopwatch.adaptive.window", "expected an integer > 0"),
-        ConfigIssue("loopwatch.adaptive.repeatedFailure.block", "must be greater than warn (3)"),
+        ConfigIssue("loopwatch.adaptive.repeatedFailure.block", "must not be lower than warn (3)"),
         ConfigIssue("loopwatch.adaptive.sameError.block", "expected an integer > 0"),
         ConfigIssue("loopwatch.adaptive.cycle.maxPeriod", "must not be lower than minPeriod (4)"),
         ConfigIssue("loopwatch.adaptive.cycle.blockLaps", "must be greater than warnLaps (3)"),

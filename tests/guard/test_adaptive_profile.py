@@ -35,7 +35,7 @@ def test_the_profile_is_its_own_opt_in() -> None:
     actions = [
         call(guard, "read", {"path": "x"}, error="File not found: x").action for _ in range(3)
     ]
-    assert actions == ["allow", "warn", "block"]
+    assert actions == ["allow", "allow", "block"]  # one retry is healthy: no warning
     off = LoopGuard({"enabled": False}, profile="adaptive")
     assert [call(off, "read", {"path": "x"}, error="nope").action for _ in range(5)] == [
         "allow"
@@ -44,10 +44,14 @@ def test_the_profile_is_its_own_opt_in() -> None:
 
 def test_repeated_failure_warns_at_once_then_blocks_and_stays_blocked() -> None:
     events: list[LoopEvent] = []
+    adaptive = {"repeatedFailure": {"warn": 2, "block": 3}}
     guard = LoopGuard(
-        LoopDetectionConfig(enabled=True, profile="adaptive"), listeners=[events.append]
+        LoopDetectionConfig(enabled=True, profile="adaptive"),
+        listeners=[events.append],
+        adaptive=adaptive,
     )
-    assert guard.profile == "adaptive" and guard.adaptive == AdaptiveConfig()
+    assert guard.profile == "adaptive"
+    assert guard.adaptive == AdaptiveConfig.from_mapping(adaptive)
     first = call(guard, "read", {"path": "x"}, error="File not found: x")
     call(guard, "think", {"thought": "hmm 1"}, result="ok")
     second = call(guard, "read", {"path": "x"}, error="File not found: x")
@@ -84,7 +88,10 @@ def test_adaptive_settings_come_from_the_config_file_block() -> None:
         "tools": {"loopDetection": {"enabled": True}},
         "loopwatch": {
             "profile": "adaptive",
-            "adaptive": {"repeatedFailure": {"warn": 3, "block": 4}},
+            "adaptive": {
+                "repeatedFailure": {"warn": 3, "block": 4},
+                "identicalStreak": {"enabled": False},
+            },
         },
     }
     guard = LoopGuard(openclaw_config=config)
@@ -147,3 +154,53 @@ def test_corpus_loops_are_stopped_early_and_healthy_runs_never() -> None:
 def test_corpus_file_format_assumption() -> None:
     first = json.loads(next(iter(sorted(CORPUS.glob("*.jsonl")))).read_text().splitlines()[0])
     assert {"tool", "args", "result", "error"} <= set(first)
+
+
+# --- issue 15: recoveries and dismissals through the guard -------------------------------------
+
+READ_FIRST = (
+    "<tool_use_error>File has not been read yet. Read it first before writing to it."
+    "</tool_use_error>"
+)
+REJECTED = (
+    "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it "
+    "was a file edit, the new_string was NOT written to the file). STOP what you are doing and "
+    "wait for the user to tell you how to proceed."
+)
+
+
+def test_claude_code_read_it_first_recovery_is_allowed_and_a_blind_retry_is_blocked() -> None:
+    guard = LoopGuard(profile="adaptive")
+    edit = {"file_path": "/repo/a.py", "old_string": "x = 1", "new_string": "x = 2"}
+    actions = [call(guard, "Edit", edit, error=READ_FIRST).action for _ in range(2)]
+    actions.append(call(guard, "Read", {"file_path": "/repo/a.py"}, result="x = 1\n").action)
+    actions.append(call(guard, "Edit", edit, result="The file has been updated.").action)
+    assert actions == ["allow"] * 4
+    blind = LoopGuard(profile="adaptive")
+    for _ in range(2):
+        call(blind, "Edit", edit, error=READ_FIRST)
+        call(blind, "Read", {"file_path": "/repo/b.py"}, result="y = 1\n")
+    assert call(blind, "Edit", edit, error=READ_FIRST).action == "block"
+
+
+def test_rejected_plans_cancelled_siblings_and_interrupts_never_warn() -> None:
+    guard = LoopGuard(profile="adaptive")
+    plan = {"plan": "1. fix\n2. test"}
+    actions = [call(guard, "ExitPlanMode", plan, error=REJECTED).action for _ in range(3)]
+    for name in "abcdef":
+        cancelled = "Cancelled: parallel tool call Bash(npm run build) errored"
+        actions.append(call(guard, "Read", {"file_path": f"/r/{name}"}, error=cancelled).action)
+    interrupted = call(guard, "Bash", {"command": "make"}, error="[Request interrupted by user]")
+    actions.append(interrupted.action)
+    actions.append(call(guard, "ExitPlanMode", plan, result="User has approved your plan.").action)
+    assert actions == ["allow"] * len(actions)
+
+
+def test_git_commit_after_git_config_through_the_guard() -> None:
+    guard = LoopGuard(profile="adaptive")
+    commit = {"command": 'git commit -m "fix"'}
+    unknown = "Author identity unknown\n*** Please tell me who you are."
+    assert call(guard, "Bash", commit, error=unknown).action == "allow"
+    assert call(guard, "Bash", commit, error=unknown).action == "allow"
+    call(guard, "Bash", {"command": "git config user.email me@example.com"}, result="")
+    assert call(guard, "Bash", commit, result="[main 1a2b3c] fix").action == "allow"

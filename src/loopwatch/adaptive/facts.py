@@ -1,0 +1,259 @@
+"""Facts: the adaptive view of one call (digests and flags), built once and stored compactly.
+
+:func:`build_adaptive_record` is the only place that sees a call's raw params, result and
+error; what it keeps (:class:`AdaptiveRecord`) is digests and flags, encoded on the history
+record as one short string (:func:`encode_facts`) and read back by
+:func:`record_from_history`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Final
+
+from loopwatch.adaptive.failures import (
+    _result_text,
+    asks_for_read,
+    classify_error,
+    error_code,
+    is_dismissal,
+    mask_volatile,
+    result_failure_text,
+)
+from loopwatch.adaptive.progress import (
+    is_mutating_call,
+    is_poll_call,
+    read_target,
+    reports_unchanged,
+    target_path,
+)
+from loopwatch.adaptive.settings import DEFAULT_ADAPTIVE_CONFIG, AdaptiveConfig
+from loopwatch.core._undefined import UNDEFINED
+from loopwatch.fingerprint import digest, hash_tool_call, sha256_hex
+from loopwatch.outcomes import OutcomeHash, error_text, hash_tool_outcome
+
+
+@dataclass(frozen=True, slots=True)
+class AdaptiveRecord:
+    """What the adaptive detectors know about one call: digests and flags, never raw data.
+
+    Attributes:
+        tool_name: the normalised tool name (SPEC §5.1).
+        args_hash: the call signature ``tool:sha256`` (SPEC §3.2).
+        result_hash: the reference outcome hash (SPEC §3.3; errors are ``"error:" + …``), or
+            ``None`` while the call is pending or when nothing was hashed.
+        error_class: a digest of the *normalised* error text (echoed arguments, numbers,
+            hex ids, paths and quoted strings removed), so "the same error with slightly
+            different arguments" collides; ``None`` when the call did not fail or its error
+            says nothing beyond an exit status.
+        failure_hash: for a failed call, a digest of everything the model saw of the failure
+            (the error text *and* the result's text) with timestamps, clock times, retry
+            counts, durations and pids masked; ``None`` otherwise. "The same error again"
+            compares these: a shell tool's error is often only ``returncode 1`` while the
+            output that comes with it differs from one run to the next.
+        failed: the call failed: an error was raised, or the result itself reports a
+            failure (``ERROR: …``, a non-zero exit, ``isError``; see :func:`result_failure_text`).
+        mutating: a successful call that could change state (a mutating tool, or a shell
+            command that is not read-only); a candidate progress reset.
+        thinking: a call of a thinking/scratch tool; transparent to every detector.
+        polling: a poll (SPEC §4 ``knownPoll``, a waiting tool, ``sleep N && …``); judged
+            by the poll detector only.
+        dismissed: the user rejected, cancelled or interrupted the call (or it was cancelled
+            with a failed sibling of its batch): not a failure, transparent to every detector.
+        unchanged: a write that reported it changed nothing: no progress.
+        error_code: a digest of the typed error a failure names (errno, HTTP status,
+            ``code=…``), or ``None``.
+        needs_read: for a failure that asks for the file to be read first, a digest of that
+            file's path; a later successful read of it (``read_key``) is progress.
+        read_key: for a successful read of one file, a digest of its path.
+    """
+
+    tool_name: str
+    args_hash: str
+    result_hash: str | None = None
+    error_class: str | None = None
+    failure_hash: str | None = None
+    failed: bool = False
+    mutating: bool = False
+    thinking: bool = False
+    polling: bool = False
+    dismissed: bool = False
+    unchanged: bool = False
+    error_code: str | None = None
+    needs_read: str | None = None
+    read_key: str | None = None
+
+    @property
+    def transparent(self) -> bool:
+        """Invisible to every detector: a thinking call, or one the user dismissed."""
+        return self.thinking or self.dismissed
+
+
+# --- building records -----------------------------------------------------------------------
+
+#: Digest length kept for paths and error codes: enough to tell them apart within a window.
+_SHORT_DIGEST: Final = 16
+
+
+def _short(kind: str, value: str) -> str:
+    return kind + sha256_hex(value)[:_SHORT_DIGEST]
+
+
+def build_adaptive_record(
+    tool_name: str,
+    params: object,
+    *,
+    result: object = UNDEFINED,
+    error: object = UNDEFINED,
+    config: AdaptiveConfig = DEFAULT_ADAPTIVE_CONFIG,
+    send_tools: Collection[str] = (),
+    normalizers: Collection[str] = (),
+    args_hash: str | None = None,
+    outcome: OutcomeHash | None = None,
+) -> AdaptiveRecord:
+    """Build the record of one call from its raw params, result and error.
+
+    This is the only place that sees raw data: the record keeps digests and flags. Call it
+    at ``after_call`` time (the error's text is needed for ``error_class``); with neither
+    ``result`` nor ``error`` it gives the pending record of a call that has not finished.
+
+    Args:
+        tool_name: the *normalised* tool name, as ``LoopGuard`` uses it (SPEC §5.1).
+        params: the call's params.
+        result: what the model was shown (``UNDEFINED``: no outcome).
+        error: the failure (``UNDEFINED``: the call did not fail; ``None`` is an error,
+            SPEC §9.1).
+        config: the adaptive settings (tool sets).
+        send_tools: as for :func:`loopwatch.hash_tool_outcome`.
+        normalizers: as for :func:`loopwatch.hash_tool_call`.
+        args_hash: the call signature when the host already computed it (hashed once).
+        outcome: the outcome hash when the host already computed it (hashed once).
+
+    Returns:
+        The record.
+
+    Raises:
+        TypeError: params, result or error cannot be serialised (SPEC §8.5), as for the
+            reference hashes; ``LoopGuard`` fails open on it.
+    """
+    if args_hash is None:
+        args_hash = hash_tool_call(tool_name, params, normalizers=normalizers)
+    if outcome is None:
+        outcome = hash_tool_outcome(
+            tool_name,
+            params,
+            result=result,
+            error=error,
+            send_tools=send_tools,
+            normalizers=normalizers,
+        )
+    thinking = tool_name in config.all_thinking_tools
+    polling = is_poll_call(tool_name, params, config)
+    if outcome.result_hash is None:
+        return AdaptiveRecord(tool_name, args_hash, thinking=thinking, polling=polling)
+    text = _result_text(result)
+    failure = error_text(error) if error is not UNDEFINED else result_failure_text(result)
+    if failure is not None and is_dismissal(failure):
+        return AdaptiveRecord(
+            tool_name, args_hash, outcome.result_hash, thinking=thinking, dismissed=True
+        )
+    if failure is None:
+        unchanged = reports_unchanged(result, text)
+        read = read_target(tool_name, params, config)
+        return AdaptiveRecord(
+            tool_name=tool_name,
+            args_hash=args_hash,
+            result_hash=outcome.result_hash,
+            mutating=not unchanged and is_mutating_call(tool_name, params, config),
+            thinking=thinking,
+            polling=polling,
+            unchanged=unchanged,
+            read_key=_short("path:", read) if read is not None else None,
+        )
+    masked = {
+        "error": mask_volatile(failure),
+        "result": None if text is None else mask_volatile(text),
+    }
+    code = error_code(failure)
+    path = target_path(params) if asks_for_read(failure) else None
+    return AdaptiveRecord(
+        tool_name=tool_name,
+        args_hash=args_hash,
+        result_hash=outcome.result_hash,
+        error_class=classify_error(failure, params),
+        failure_hash=digest(masked)[:32],
+        failed=True,
+        thinking=thinking,
+        polling=polling,
+        error_code=_short("code:", code) if code is not None else None,
+        needs_read=_short("path:", path) if path is not None else None,
+    )
+
+
+# --- stored form -----------------------------------------------------------------------------
+
+_FACTS_SEP: Final = "|"
+_FLAG_FIELDS: Final = ("failed", "mutating", "thinking", "polling", "dismissed", "unchanged")
+
+
+def encode_facts(record: AdaptiveRecord) -> str:
+    """The compact form kept on a history record (``ToolCallRecord.adaptive_facts``).
+
+    Six flag characters (failed, mutating, thinking, polling, dismissed, unchanged), then
+    the error class, the failure hash, the error code, and the two path digests: digests and
+    flags only, so every store can keep it as one short string. Facts written by an earlier
+    version (four flags, two digests) still read back.
+    """
+    flags = "".join("1" if getattr(record, name) else "0" for name in _FLAG_FIELDS)
+    return _FACTS_SEP.join(
+        (
+            flags,
+            record.error_class or "",
+            record.failure_hash or "",
+            record.error_code or "",
+            record.needs_read or "",
+            record.read_key or "",
+        )
+    )
+
+
+def record_from_history(
+    tool_name: str,
+    args_hash: str,
+    result_hash: str | None,
+    facts: str | None,
+    config: AdaptiveConfig = DEFAULT_ADAPTIVE_CONFIG,
+) -> AdaptiveRecord:
+    """Rebuild the adaptive view of a stored history record.
+
+    A record written without facts (by a reference-profile guard sharing the store) is
+    read conservatively: failed when its outcome is an error, never mutating.
+    """
+    if facts is None:
+        return AdaptiveRecord(
+            tool_name,
+            args_hash,
+            result_hash,
+            failed=result_hash is not None and result_hash.startswith("error:"),
+            thinking=tool_name in config.all_thinking_tools,
+        )
+    parts = facts.split(_FACTS_SEP, 5)
+    parts.extend([""] * (6 - len(parts)))
+    flags = parts[0].ljust(len(_FLAG_FIELDS), "0")
+    return AdaptiveRecord(
+        tool_name=tool_name,
+        args_hash=args_hash,
+        result_hash=result_hash,
+        error_class=parts[1] or None,
+        failure_hash=parts[2] or None,
+        failed=flags[0] == "1",
+        mutating=flags[1] == "1",
+        thinking=flags[2] == "1",
+        polling=flags[3] == "1",
+        dismissed=flags[4] == "1",
+        unchanged=flags[5] == "1",
+        error_code=parts[3] or None,
+        needs_read=parts[4] or None,
+        read_key=parts[5] or None,
+    )

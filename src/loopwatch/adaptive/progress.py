@@ -1,0 +1,480 @@
+"""Progress: which successful calls change state, so that they reset the no-progress counts.
+
+The tool sets are plain constants (normalised names, SPEC §5.1); the shell heuristics read
+a command's text only, bounded, with linear-time patterns. Standard library only at run time,
+so :mod:`loopwatch.adaptive.settings` can build on it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from loopwatch.adaptive.settings import AdaptiveConfig
+
+#: Tools whose successful call changes files or state: progress that resets the counts.
+DEFAULT_MUTATING_TOOLS: Final[frozenset[str]] = frozenset(
+    {
+        "apply_patch",
+        "create",
+        "create_file",
+        "delete_file",
+        "edit",
+        "edit_file",
+        "insert",
+        "move_file",
+        "multi_edit",
+        "multiedit",
+        "notebook_edit",
+        "patch",
+        "remove_file",
+        "rename_file",
+        "replace_in_file",
+        "search_replace",
+        "str_replace",
+        "str_replace_based_edit_tool",
+        "str_replace_editor",
+        "write",
+        "write_file",
+        "write_to_file",
+    }
+)
+
+#: Tools that only think (scratch notes): transparent to every detector.
+DEFAULT_THINKING_TOOLS: Final[frozenset[str]] = frozenset({"think"})
+
+#: Shell tools: a successful call is progress when its command text writes (see
+#: :func:`shell_command_mutates`). ``bash`` is normalised to ``exec`` (SPEC §5.1).
+DEFAULT_SHELL_TOOLS: Final[frozenset[str]] = frozenset(
+    {
+        "bash",
+        "exec",
+        "execute_bash",
+        "execute_command",
+        "powershell",
+        "run_command",
+        "run_shell_command",
+        "run_terminal_cmd",
+        "shell",
+        "terminal",
+    }
+)
+
+#: ``command`` / ``action`` values that make an editor-style tool call read-only
+#: (``str_replace_editor`` with ``command: "view"``).
+READ_ONLY_ACTIONS: Final[frozenset[str]] = frozenset(
+    {"cat", "find", "get", "list", "ls", "read", "search", "show", "view"}
+)
+
+
+_COMMAND_KEYS: Final = ("command", "cmd", "script")
+_HEREDOC_START: Final = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
+
+_CMD_POS: Final = (
+    r"(?:^|[\n;&|(`]|\$\(|\b(?:sudo|xargs|then|do|else|nohup|time|command)\b)[ \t]*"
+    r"(?:[A-Za-z_][A-Za-z0-9_]*=\S{0,200}[ \t]+){0,8}"
+)
+#: In-place editors, judged per simple command: ``sed … -i`` / ``--in-place``, ``perl … -i``
+#: (regular expressions over whole commands would be quadratic on adversarial input).
+_IN_PLACE: Final = {
+    "sed": re.compile(r"-[A-Za-z]*i[\w.]*|--in-place(?:=\S*)?"),
+    "perl": re.compile(r"-[A-Za-z0-9]*i\S*"),
+}
+_SIMPLE_COMMANDS: Final = re.compile(r"[^\n;|&]+")
+_SHELL_WRITES: Final = (
+    # output redirection to a file (not a descriptor, not /dev/null)
+    re.compile(r"(?<![<>&\-=\d])(?:\d|&)?>>?(?![>&=(|])[ \t]*(?!/dev/null\b)[^\s|&;<>()]"),
+    # file system verbs at a command position
+    re.compile(
+        _CMD_POS + r"(?:rm|rmdir|mv|cp|mkdir|touch|ln|chmod|chown|truncate|install|patch|dd|rsync"
+        r"|unzip(?!\s+-[lvtZ]))(?=\s|$)",
+        re.MULTILINE,
+    ),
+    re.compile(_CMD_POS + r"tar\s+-?[A-Za-z]*x", re.MULTILINE),
+    re.compile(r"\bfind\b[^\n;|&]{0,400}?\s-(?:delete|exec\s+(?:rm|mv|sed|chmod))\b"),
+    # version control that rewrites the working tree
+    re.compile(
+        r"\bgit\s+(?:-C\s+\S+\s+)?(?:apply|am|checkout|restore|reset|stash|commit|merge|rebase"
+        r"|cherry-pick|revert|mv|rm|switch|pull|clean)\b"
+    ),
+    # package installs change the environment
+    re.compile(
+        r"\b(?:pip3?|uv\s+pip|python3?\s+-m\s+pip|conda|mamba|apt(?:-get)?|yum|dnf|apk|brew)"
+        r"\s+(?:-\S{0,100}\s+){0,6}(?:install|add|uninstall|remove)\b"
+    ),
+    re.compile(r"\b(?:npm|pnpm|yarn|bun)\s+(?:install|i|ci|add|remove|uninstall)\b"),
+    re.compile(r"\b(?:cargo|poetry|uv)\s+(?:add|install|remove)\b"),
+)
+_CODE_WRITES: Final = (
+    re.compile(r"\bopen\([^)\n]{0,300},\s*(?:mode\s*=\s*)?['\"](?:[wax]|r\+)[bt+]*['\"]"),
+    re.compile(r"\.write_(?:text|bytes)\("),
+    re.compile(r"(?<!stdout)(?<!stderr)(?<!sys)\.(?:write|writelines)\("),
+    re.compile(r"\bshutil\.(?:copy\w*|move|rmtree)\("),
+    re.compile(r"\bos\.(?:remove|unlink|rename|replace|makedirs|mkdir|rmdir|truncate)\("),
+    re.compile(r"\.(?:unlink|mkdir|rename|touch|rmdir)\("),
+    re.compile(r"\bjson\.dump\("),
+    re.compile(r"\bfs\.(?:writeFile|appendFile|writeFileSync|appendFileSync|rmSync|unlinkSync)\b"),
+)
+
+
+#: Longest command text inspected: the writes that matter come first, and the regular
+#: expressions stay fast on huge heredocs.
+_MAX_SCAN_CHARS: Final = 50_000
+_INLINE_SHELL: Final = re.compile(
+    r"\b(?:ba|z|da)?sh\s+-[A-Za-z]*c\s+(['\"])((?:\\.|(?!\1).)*)\1", re.DOTALL
+)
+
+
+def _strip_quotes(shell: str) -> str:
+    """Shell text with every quoted string replaced by ``Q``, in one pass.
+
+    ``echo "a > b"`` writes nothing; what is inside quotes is an argument, not syntax. An
+    unterminated quote runs to the end, as it would for the shell.
+    """
+    out: list[str] = []
+    quote = ""
+    index = 0
+    while index < len(shell):
+        char = shell[index]
+        if quote:
+            if char == "\\" and quote == '"':
+                index += 1  # an escaped character inside double quotes
+            elif char == quote:
+                quote = ""
+                out.append("Q")
+        elif char in "'\"":
+            quote = char
+        else:
+            out.append(char)
+        index += 1
+    if quote:
+        out.append("Q")
+    return "".join(out)
+
+
+def _split_heredocs(command: str) -> tuple[str, str]:
+    """(shell text, heredoc bodies): a heredoc's body is data, not shell syntax."""
+    shell: list[str] = []
+    bodies: list[str] = []
+    lines = command.split("\n")
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        shell.append(line)
+        delimiters = [m.group(2) for m in _HEREDOC_START.finditer(_strip_quotes(line))]
+        if not delimiters:
+            delimiters = [m.group(2) for m in _HEREDOC_START.finditer(line)]
+        index += 1
+        for delimiter in delimiters:
+            while index < len(lines) and lines[index].strip() != delimiter:
+                bodies.append(lines[index])
+                index += 1
+            index += 1  # the delimiter line
+    return "\n".join(shell), "\n".join(bodies)
+
+
+def shell_command_mutates(command: str) -> bool:
+    """Whether a shell command visibly writes files or changes the environment.
+
+    A deliberately generous heuristic (every write it misses can turn "edit, then re-run the
+    test" into an apparent loop, while an extra reset only delays detection): in-place
+    ``sed``/``perl``, output redirection to a file, ``tee``, file system verbs (``rm``,
+    ``mv``, ``cp``, ``mkdir``, ``touch``, ``patch``, …), ``find -delete``, git commands that
+    rewrite the working tree (``apply``, ``checkout``, ``restore``, ``stash``, …), package
+    installs, and inline code (``python -c``, heredocs) that opens a file for writing or
+    calls ``write_text`` / ``os.remove`` / ``shutil.move`` and the like. Running a script
+    file that writes (``python fix.py``) is not visible in the command text.
+
+    Args:
+        command: the command text.
+
+    Returns:
+        ``True`` when the command writes.
+    """
+    shell, bodies = _split_heredocs(command[:_MAX_SCAN_CHARS])
+    unquoted = _strip_quotes(shell)
+    if _edits_in_place(unquoted) or any(pattern.search(unquoted) for pattern in _SHELL_WRITES):
+        return True
+    code = shell + "\n" + bodies
+    if any(pattern.search(code) for pattern in _CODE_WRITES):
+        return True
+    # ``bash -c "…"``: the quoted script is shell syntax too.
+    return any(
+        shell_command_mutates(_unescape_inline(match.group(2)))
+        for match in _INLINE_SHELL.finditer(shell)
+        if len(match.group(2)) < len(command)
+    )
+
+
+def _edits_in_place(shell: str) -> bool:
+    """``sed -i``, ``perl -pi``, ``tee FILE``: one linear pass over the simple commands."""
+    for segment in _SIMPLE_COMMANDS.finditer(shell):
+        after: set[str] = set()  # editors whose in-place option occurs later in the segment
+        file_after = False  # a later word names a file (not an option, not /dev/null)
+        for word in reversed(segment.group().split()):
+            if (word in _IN_PLACE and word in after) or (word == "tee" and file_after):
+                return True
+            after.update(editor for editor, option in _IN_PLACE.items() if option.fullmatch(word))
+            file_after = file_after or not (word.startswith("-") or word == "/dev/null")
+    return False
+
+
+def _unescape_inline(script: str) -> str:
+    return script.replace("\\n", "\n").replace('\\"', '"')
+
+
+def _command_text(params: object) -> str | None:
+    if isinstance(params, str):
+        return params
+    if isinstance(params, Mapping):
+        for key in _COMMAND_KEYS:
+            value = params.get(key)
+            if isinstance(value, str):
+                return value
+    return None
+
+
+def _action_of(params: object) -> str | None:
+    if isinstance(params, Mapping):
+        for key in ("command", "action"):
+            value = params.get(key)
+            if isinstance(value, str):
+                return value.strip().lower()
+    return None
+
+
+def is_mutating_call(tool_name: str, params: object, config: AdaptiveConfig) -> bool:
+    """Whether a *successful* call of ``tool_name`` with ``params`` could change state.
+
+    A tool of ``config.all_mutating_tools`` mutates unless its ``command``/``action`` is a
+    read (``view``, ``read``, ``list``…). A shell tool mutates unless its command is
+    read-only (:func:`shell_command_is_read_only`): configuration and VCS commands
+    (``git config``, ``git remote set-url``, ``git add``), installs, builds and scripts all
+    could have fixed what made the previous attempt fail.
+    """
+    if tool_name in config.all_mutating_tools:
+        action = _action_of(params)
+        return action is None or action not in READ_ONLY_ACTIONS
+    if tool_name in config.all_shell_tools:
+        command = _command_text(params)
+        return command is not None and not shell_command_is_read_only(
+            command, config.all_read_only_commands
+        )
+    return False
+
+
+# --- read-only shell commands ---------------------------------------------------------------
+
+#: Shell commands that only read. A command line is read-only when every simple command in it
+#: starts with one of these (after variable assignments and wrappers such as ``sudo`` or
+#: ``timeout 5``) and nothing in it writes (:func:`shell_command_mutates`: no redirection to a
+#: file, no ``sed -i``, no ``find -delete``). Everything else counts as state-changing:
+#: treating a read as progress only delays a warning, treating a fix as a read raises a false
+#: alarm on a recovery.
+READ_ONLY_COMMANDS: Final[frozenset[str]] = frozenset(
+    {
+        "ack", "ag", "awk", "basename", "bat", "cat", "cd", "cmp", "column", "comm", "cut",
+        "date", "df", "diff", "dirname", "du", "echo", "egrep", "env", "eza", "exa", "false",
+        "fd", "fgrep", "file", "find", "fold", "git", "grep", "head", "hexdump", "history",
+        "hostname", "id", "jq", "less", "locate", "ls", "lsof", "md5sum", "more", "nl", "od",
+        "pgrep", "printenv", "printf", "ps", "pwd", "readlink", "realpath", "rev", "rg", "sed",
+        "sha1sum", "sha256sum", "shasum", "sleep", "sort", "stat", "strings", "tac", "tail",
+        "test", "tr", "tree", "true", "type", "uname", "uniq", "wc", "whereis", "which",
+        "whoami", "xxd", "yq", "zcat", "[", "[[",
+        # PowerShell (matched case-insensitively, as PowerShell does)
+        "dir", "gc", "gci", "get-childitem", "get-command", "get-content", "get-item",
+        "get-location", "resolve-path", "select-string", "test-path", "write-host",
+        "write-output",
+    }
+)  # fmt: skip
+
+#: ``git`` subcommands that only read (``branch``, ``tag``, ``remote``, ``config`` and
+#: ``stash`` read only in their listing forms, see :func:`_git_reads`).
+READ_ONLY_GIT: Final[frozenset[str]] = frozenset(
+    {
+        "blame", "cat-file", "describe", "diff", "grep", "log", "ls-files", "ls-remote",
+        "ls-tree", "reflog", "rev-list", "rev-parse", "shortlog", "show", "show-ref", "status",
+        "whatchanged",
+    }
+)  # fmt: skip
+_GIT_LISTING: Final = {
+    "branch": frozenset({"-a", "-r", "-v", "-vv", "--list", "--all", "--show-current"}),
+    "tag": frozenset({"-l", "--list", "-n"}),
+    "remote": frozenset({"-v", "show", "get-url", "--verbose"}),
+    "config": frozenset({"--get", "--get-all", "--list", "-l", "--get-regexp", "--show-origin"}),
+    "stash": frozenset({"list", "show"}),
+}
+_GIT_OPTIONS_WITH_VALUE: Final = frozenset({"-C", "-c", "--git-dir", "--work-tree"})
+#: Words that prefix a command without being it.
+_PREFIX_WORDS: Final = frozenset(
+    {"!", "{", "(", "if", "then", "elif", "else", "while", "until", "do", "time", "sudo",
+     "command", "builtin", "nice", "xargs"}
+)  # fmt: skip
+#: Words that end a compound command; a simple command of only these is nothing.
+_CLOSING_WORDS: Final = frozenset({"fi", "done", "esac", "}", ")", ";;"})
+_FIND_ACTIONS: Final = frozenset(
+    {"-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprint0", "-fprintf", "-fls"}
+)
+#: Longest command judged read-only (longer ones are scripts, and count as state-changing).
+_MAX_READ_ONLY_CHARS: Final = 10_000
+_SIMPLE_SPLIT: Final = re.compile(r"\$\(|[\n;|&()`]")
+_ASSIGNMENT: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+#: Descriptor redirections (``2>&1``, ``&>``, ``|&``): syntax, not command separators.
+_FD_REDIRECT: Final = re.compile(r"\d*>&\d*-?|&>>?|\|&")
+
+
+def _git_reads(words: list[str]) -> bool:
+    """``git [-C dir] <subcommand> …``: a read-only subcommand, or a listing form."""
+    index = 1
+    while index < len(words) and words[index].startswith("-"):
+        index += 2 if words[index] in _GIT_OPTIONS_WITH_VALUE else 1
+    if index >= len(words):
+        return True  # ``git`` alone prints its help
+    sub, rest = words[index], words[index + 1 :]
+    if sub in READ_ONLY_GIT:
+        return True
+    listing = _GIT_LISTING.get(sub)
+    if listing is None:
+        return False
+    if sub == "stash":
+        return bool(rest) and rest[0] in listing  # ``git stash`` alone stashes
+    if sub == "remote" and rest:
+        return rest[0] in listing
+    return all(word in listing or not word.startswith("-") for word in rest) and (
+        not rest or any(word in listing for word in rest)
+    )
+
+
+def _simple_command_reads(words: list[str], read_only: frozenset[str]) -> bool:
+    index = 0
+    while index < len(words) and (words[index] in _PREFIX_WORDS or _ASSIGNMENT.match(words[index])):
+        index += 1
+    if index < len(words) and words[index] == "timeout":
+        index += 1
+        while index < len(words) and (words[index].startswith("-") or words[index][:1].isdigit()):
+            index += 1
+    words = words[index:]
+    if not words or all(word in _CLOSING_WORDS for word in words):
+        return True
+    name = words[0].rsplit("/", 1)[-1]
+    if name not in read_only:
+        name = name.lower()
+    if name in ("for", "case", "select"):
+        return True  # the loop's own commands are the next simple commands
+    if name not in read_only:
+        return False
+    if name == "git":
+        return _git_reads(words)
+    if name == "find":
+        return not any(word in _FIND_ACTIONS for word in words)
+    return True
+
+
+def shell_command_is_read_only(
+    command: str, read_only: frozenset[str] = READ_ONLY_COMMANDS
+) -> bool:
+    """Whether a shell command only reads (see :data:`READ_ONLY_COMMANDS`).
+
+    Args:
+        command: the command text; one longer than 10,000 characters is never read-only
+            (judging it would cost more than it could save).
+        read_only: the read-only command names (``AdaptiveConfig.all_read_only_commands``:
+            the built-in ones and ``loopwatch.adaptive.readOnlyCommands``).
+
+    Returns:
+        ``True`` when every simple command reads and nothing writes.
+    """
+    if len(command) > _MAX_READ_ONLY_CHARS:
+        return False  # a command this long is a script: count it as state-changing
+    if shell_command_mutates(command):
+        return False
+    text = command
+    shell, _bodies = _split_heredocs(text)
+    return all(
+        _simple_command_reads(part.split(), read_only)
+        for part in _SIMPLE_SPLIT.split(_FD_REDIRECT.sub(" ", _strip_quotes(shell)))
+    )
+
+
+# --- polls, reads and writes that change nothing --------------------------------------------
+
+#: Tools whose calls wait or poll: a repeat with unchanged output is a poll, judged by the
+#: poll detector instead of the streak detector (SPEC §4 ``knownPoll``: ``command_status``,
+#: ``process`` with ``action`` ``poll``/``log``, are always polls).
+DEFAULT_POLL_TOOLS: Final[frozenset[str]] = frozenset(
+    {
+        "await", "bash_output", "check_status", "command_status", "get_status", "job_status",
+        "poll", "sleep", "task_output", "task_status", "wait", "wait_for",
+    }
+)  # fmt: skip
+_SLEEP_FIRST: Final = re.compile(r"\A\s*sleep\s+\d")
+
+
+def is_poll_call(tool_name: str, params: object, config: AdaptiveConfig) -> bool:
+    """A poll: a known poll (SPEC §4), a waiting tool, or a shell ``sleep N …`` that reads."""
+    if tool_name in config.all_poll_tools:
+        return True
+    if tool_name == "process" and isinstance(params, Mapping):
+        return params.get("action") in ("poll", "log")
+    if tool_name in config.all_shell_tools:
+        command = _command_text(params)
+        return (
+            command is not None
+            and _SLEEP_FIRST.match(command) is not None
+            and shell_command_is_read_only(command, config.all_read_only_commands)
+        )
+    return False
+
+
+#: Tools that read one file; a successful read is what a "read it first" error asks for.
+READ_TOOLS: Final[frozenset[str]] = frozenset(
+    {"cat", "get_file_contents", "open_file", "read", "read_file", "read_text_file", "view",
+     "view_file"}
+)  # fmt: skip
+_PATH_KEYS: Final = ("file_path", "path", "filePath", "file", "target_file", "absolute_path")
+
+
+def target_path(params: object) -> str | None:
+    """The file a call names (``file_path``, ``path``, …), stripped; ``None`` if none."""
+    if isinstance(params, Mapping):
+        for key in _PATH_KEYS:
+            value = params.get(key)
+            if isinstance(value, str) and value.strip():
+                return value.strip()
+    return None
+
+
+def read_target(tool_name: str, params: object, config: AdaptiveConfig) -> str | None:
+    """The file a successful call read (a read tool, or an editor's ``view``), if any."""
+    if tool_name in READ_TOOLS or (
+        tool_name in config.all_mutating_tools and _action_of(params) in READ_ONLY_ACTIONS
+    ):
+        return target_path(params)
+    return None
+
+
+_UNCHANGED_TEXT: Final = re.compile(
+    r"\b(?:no changes (?:were |was )?(?:made|applied|needed)|file (?:is )?unchanged"
+    r"|(?:content|file) (?:is )?already (?:up to date|identical)|nothing to change)\b",
+    re.IGNORECASE,
+)
+#: How much of a result's text is searched for "no change" (it comes first).
+_UNCHANGED_SCAN_CHARS: Final = 300
+
+
+def reports_unchanged(result: object, text: str | None) -> bool:
+    """A write that reports it changed nothing (OpenClaw's ``details.changed === false``).
+
+    Recognised: ``changed: false`` or ``status: "unchanged"`` on the result or its
+    ``details``, and a result text starting with "No changes made" / "File unchanged" /
+    "Content already identical" and the like (the first 300 characters are read).
+    """
+    if isinstance(result, Mapping):
+        for holder in (result, result.get("details")):
+            if isinstance(holder, Mapping) and (
+                holder.get("changed") is False or holder.get("status") == "unchanged"
+            ):
+                return True
+    return text is not None and _UNCHANGED_TEXT.search(text[:_UNCHANGED_SCAN_CHARS]) is not None
