@@ -447,7 +447,7 @@ class RedisStore(Store):
             TypeError: an option the redis-py client does not take.
             ImportError: the ``redis`` package is missing (``pip install loopwatch[redis]``).
         """
-        from loopwatch.stores.url import parse_redis_url
+        from loopwatch.stores._urls import parse_redis_url
 
         target = parse_redis_url(url)
         for name, value in (
