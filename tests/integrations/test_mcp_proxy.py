@@ -261,3 +261,15 @@ async def test_logic_input_required_continues_the_same_call() -> None:
     await p.from_server(line(ok(2)))
     (record,) = guard.history(session_key="s")
     assert record.result_hash is not None
+
+
+async def test_logic_recover_blocks_once_then_ends_with_a_json_rpc_error() -> None:
+    """``--on-critical recover``: the first critical is a recovery message (an isError
+    result), a second critical in the same run is a JSON-RPC error (issue 15)."""
+    answers = [json.loads(a) for a in await loop(proxy(on_critical="recover"), BLOCK_AT + 1)]
+    first = answers[BLOCK_AT - 1]
+    assert first["result"]["isError"] is True
+    assert CRITICAL in first["result"]["content"][0]["text"]
+    assert first["result"]["content"][0]["text"] != CRITICAL  # the recovery text is added
+    second = answers[BLOCK_AT]
+    assert "error" in second and second["error"]["code"] == LOOP_ERROR_CODE

@@ -332,9 +332,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--session", metavar="KEY", default=DEFAULT_SESSION, help="the session key")
     parser.add_argument(
         "--on-critical",
-        choices=("block_call", "end_run"),
+        choices=("block_call", "end_run", "recover"),
         default="block_call",
-        help="answer a blocked call with an isError result (default) or a JSON-RPC error",
+        help="answer a blocked call with an isError result (default), a JSON-RPC error "
+        "(end_run), or a recovery message first and a JSON-RPC error at the run's second "
+        "critical (recover)",
     )
     parser.add_argument(
         "--no-warn-model",
