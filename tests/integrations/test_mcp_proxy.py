@@ -273,3 +273,23 @@ async def test_logic_recover_blocks_once_then_ends_with_a_json_rpc_error() -> No
     assert first["result"]["content"][0]["text"] != CRITICAL  # the recovery text is added
     second = answers[BLOCK_AT]
     assert "error" in second and second["error"]["code"] == LOOP_ERROR_CODE
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{"arguments": {"path": "a"}}, {"name": 7, "arguments": {"path": "a"}}, "not-an-object"],
+    ids=["no-name", "int-name", "params-not-an-object"],
+)
+async def test_logic_guards_malformed_tool_calls_too(params: object) -> None:
+    """A malformed ``tools/call`` repeated forever is blocked like any other (issue 17)."""
+    p = proxy()
+    blocked = 0
+    for rid in range(1, BLOCK_AT + 2):
+        message = {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
+        flow = await p.from_client(line(message))
+        if flow.to_server:
+            error = {"jsonrpc": "2.0", "id": rid, "error": {"code": -32602, "message": "bad"}}
+            await p.from_server(line(error))
+        else:
+            blocked += 1
+    assert blocked >= 1

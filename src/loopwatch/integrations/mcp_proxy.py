@@ -201,9 +201,15 @@ class McpLoopProxy:
         if method == "tools/list":
             self._lists[rid] = "cursor" not in params
             return None
-        if method != "tools/call" or not isinstance(params.get("name"), str):
+        if method != "tools/call":
             return None
-        name: str = params["name"]
+        raw_name = params.get("name")
+        # A malformed call (no name, a name that is not a string, params that are not an
+        # object) is still a call the server will answer: guarded under the name it has
+        # (SPEC §5.1 normalises a missing one to "tool"), so repeating it cannot slip by.
+        name: str = (
+            raw_name if isinstance(raw_name, str) else "" if raw_name is None else str(raw_name)
+        )
         arguments = params.get("arguments", {})
         if "inputResponses" in params or "requestState" in params:
             waiting = self._awaiting_input.pop(self._input_key(name, arguments), None)
