@@ -239,14 +239,15 @@ class CompactRecord:
         extra = self.extra
         if extra is None:
             return None
-        return extra[0] if isinstance(extra, tuple) else extra.unknown_tool_name
+        # (a record is a tuple too: test for it first)
+        return extra.unknown_tool_name if isinstance(extra, ToolCallRecord) else extra[0]
 
     @property
     def adaptive_facts(self) -> str | None:
         extra = self.extra
         if extra is None:
             return None
-        return extra[1] if isinstance(extra, tuple) else extra.adaptive_facts
+        return extra.adaptive_facts if isinstance(extra, ToolCallRecord) else extra[1]
 
     def public(self) -> ToolCallRecord:
         """The record as the store's users see it (a new object unless kept as ``extra``)."""
