@@ -22,12 +22,13 @@ profile's detectors (see ``docs/architecture.md`` for a worked per-tool call cap
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, Protocol
 
 from loopwatch import messages
 from loopwatch.core.naming import normalize_tool_name
+from loopwatch.core.records import ToolCallRecord
 from loopwatch.detectors.reference import (
     NOT_STUCK,
     UNKNOWN_TOOL_REPEAT,
@@ -62,6 +63,11 @@ _REFERENCE_DETECTORS: Final = frozenset(
         "generic_repeat",
     }
 )
+
+
+#: How many decoded history records the adaptive profile remembers (cleared when full):
+#: a few windows of a few hundred sessions.
+DECODED_MEMO_SIZE: Final = 8192
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +195,8 @@ class AdaptiveProfile(DetectorProfile):
         self._send_tools = send_tools
         self._normalizers = normalizers
         self._thinking = self.config.all_thinking_tools
+        #: Decoded adaptive records by record content key (see :meth:`_decoded`).
+        self._decoded_memo: dict[Hashable, Any] = {}
 
     def call_facts(self, call: UpcomingCall) -> str | None:
         adaptive = self._adaptive
@@ -211,6 +219,9 @@ class AdaptiveProfile(DetectorProfile):
         error: object,
     ) -> str | None:
         adaptive = self._adaptive
+        # TODO(issue 12): pass args_hash=call.args_hash and outcome=outcome once
+        # build_adaptive_record takes them (the adaptive helper is adding both): it hashes
+        # the args and the outcome again today, twice more per call than the guard.
         facts: str = adaptive.encode_facts(
             adaptive.build_adaptive_record(
                 call.tool_name,
@@ -240,6 +251,40 @@ class AdaptiveProfile(DetectorProfile):
             return verdict
         return more_severe(verdict, self._detect_adaptive(history, call))
 
+    def _decoded(self, window: Sequence[Any], keys: Sequence[Hashable] | None) -> list[Any]:
+        """The adaptive records of a window of history records.
+
+        Each is ``adaptive.record_from_history(tool_name, args_hash, result_hash,
+        adaptive_facts, config)``, a pure function of the record (and of this profile's
+        fixed config), memoised by the record's content key (``RunHistory.content_keys``,
+        or the record itself for a :class:`ToolCallRecord`): a window moves by one record
+        a call, so all but one are decoded already.
+        """
+        adaptive = self._adaptive
+        config = self.config
+        memo = self._decoded_memo
+        records = []
+        for index, record in enumerate(window):
+            if keys is not None:
+                key: Hashable | None = keys[index]
+            else:
+                key = record if type(record) is ToolCallRecord else None
+            decoded = None if key is None else memo.get(key)
+            if decoded is None:
+                decoded = adaptive.record_from_history(
+                    record.tool_name,
+                    record.args_hash,
+                    record.result_hash,
+                    record.adaptive_facts,
+                    config,
+                )
+                if key is not None:
+                    if len(memo) >= DECODED_MEMO_SIZE:
+                        memo.clear()
+                    memo[key] = decoded
+            records.append(decoded)
+        return records
+
     def _detect_adaptive(
         self, history: Sequence[Any] | RunHistory, call: UpcomingCall
     ) -> LoopVerdict | None:
@@ -247,14 +292,15 @@ class AdaptiveProfile(DetectorProfile):
         # turn the verdict's indices back into indices into the whole run.
         adaptive = self._adaptive
         config = self.config
-        source = history.fields() if isinstance(history, RunHistory) else history
-        start = max(0, len(source) - config.window)
-        records = [
-            adaptive.record_from_history(
-                r.tool_name, r.args_hash, r.result_hash, r.adaptive_facts, config
-            )
-            for r in source[start:]
-        ]
+        if isinstance(history, RunHistory):
+            source: Sequence[Any] = history.fields()
+            start = max(0, len(source) - config.window)
+            keys = history.content_keys(start)
+        else:
+            source = history
+            start = max(0, len(source) - config.window)
+            keys = None
+        records = self._decoded(source[start:], keys)
         found = adaptive.evaluate_adaptive(records, call.tool_name, call.args_hash, config)
         if found is None:
             return None

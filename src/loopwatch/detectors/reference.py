@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Collection, Mapping, Sequence, Set
+from collections.abc import Collection, Hashable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import Final, Literal, Protocol
 
@@ -126,6 +126,12 @@ class RunHistory(ABC):
     def fields(self) -> Sequence[RecordFields]:
         """The run's records, oldest first, for detectors that read them one by one (the
         adaptive profile's); cheaper than public records for a store that keeps its own."""
+
+    def content_keys(self, start: int) -> Sequence[Hashable] | None:
+        """For each record of ``fields()[start:]``, a hashable value that determines all
+        its fields (equal keys, equal records), so a profile may memoise what it derives
+        from a record; ``None`` when this history has none (the default)."""
+        return None
 
 
 class ScannedRun(RunHistory):

@@ -24,6 +24,8 @@ _MISSING: Final = object()
 #: Types whose instances cannot change: a params value of one of these is pinned by its
 #: identity (``type()`` is compared exactly, so subclasses are not trusted).
 _IMMUTABLE_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
+#: The id types whose normalised form is a function of the object's identity.
+_IDS: Final = frozenset({str, type(None)})
 
 
 class ArgsMemo:
@@ -38,7 +40,7 @@ class ArgsMemo:
     guarded call with large arguments.
     """
 
-    __slots__ = ("args_hash", "chars", "items", "params", "tool")
+    __slots__ = ("args_hash", "chars", "context", "items", "params", "tool")
 
     def __init__(
         self,
@@ -53,6 +55,9 @@ class ArgsMemo:
         self.items = items
         self.args_hash = args_hash
         self.chars = chars
+        #: ``(run_id, agent_id, plan)``: the call's raw run and agent ids as given to
+        #: ``before_call``, and what the guard derived from them (see :meth:`context_for`).
+        self.context: tuple[object, object, object] | None = None
 
     @classmethod
     def of(cls, tool: str, params: object, args_hash: str) -> ArgsMemo | None:
@@ -90,6 +95,25 @@ class ArgsMemo:
                     return None
         return self.args_hash
 
+    def context_for(self, tool: str, params: object, run_id: object, agent_id: object) -> object:
+        """The plan ``before_call`` made for this call, when ``after_call`` provably has
+        the same inputs; else ``None``.
+
+        It stands for deriving them again: ``block_for(agent_id)``,
+        ``normalize_run_id(run_id)``, ``normalize_tool_call_id(call_id)`` (the memo's key is
+        the id as given, ``None`` or a plain ``str``, which normalises to itself), the
+        args hash (:meth:`hash_of`) and ``is_known_poll(tool, params)`` (which reads only
+        the params :meth:`hash_of` proves unchanged). The ids must be the very objects
+        given to ``before_call``, of exact types ``str`` or ``None`` (whose normalised
+        forms cannot change); the settings behind ``block_for`` are immutable.
+        """
+        context = self.context
+        if context is None or context[0] is not run_id or context[1] is not agent_id:
+            return None
+        if type(run_id) not in _IDS or type(agent_id) not in _IDS:
+            return None
+        return context[2] if self.hash_of(tool, params) is not None else None
+
 
 class ArgsMemos:
     """The pending calls' memos, keyed by (session, call id as given), bounded twice: in
@@ -103,14 +127,22 @@ class ArgsMemos:
         self._lock = threading.Lock()
 
     def remember(
-        self, session_key: str, call_id: object, tool: str, params: object, args_hash: str
+        self,
+        session_key: str,
+        call_id: object,
+        tool: str,
+        params: object,
+        args_hash: str,
+        context: tuple[object, object, object] | None = None,
     ) -> None:
-        """Keep ``before_call``'s args hash for the ``after_call`` of the same call."""
+        """Keep ``before_call``'s args hash (and its call context, see
+        :meth:`ArgsMemo.context_for`) for the ``after_call`` of the same call."""
         if call_id is not None and type(call_id) is not str:
             return  # keyed by the id as given (see take)
         memo = ArgsMemo.of(tool, params, args_hash)
         if memo is None or memo.chars > ARGS_MEMO_CHARS:
             return
+        memo.context = context
         memos = self._memos
         with self._lock:
             old = memos.pop((session_key, call_id), None)

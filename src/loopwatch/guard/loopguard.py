@@ -171,6 +171,8 @@ class _BeforePlan:
     resolved: ResolvedConfig
     pending: ToolCallRecord | None
     now: float
+    #: The post-compaction guard spec of ``resolved``, for this call's ``after_call``.
+    guard: GuardSpec
 
 
 class LoopGuard:
@@ -414,7 +416,6 @@ class LoopGuard:
             known_poll = is_known_poll(tool, params)
         except Exception as exc:
             raise UnhashableValueError(error_text(exc)) from exc
-        self._args_memos.remember(session_key, tool_call_id, tool, params, args_hash)
         now = self._now()
         call = UpcomingCall(tool, args_hash, run, known_poll)
         pending = None
@@ -430,7 +431,22 @@ class LoopGuard:
                 int(now * 1000),
                 self.detector_profile.call_facts(call),
             )
-        return _BeforePlan(call, session_key, run_id, call_id, params, resolved, pending, now)
+        plan = _BeforePlan(
+            call,
+            session_key,
+            run_id,
+            call_id,
+            params,
+            resolved,
+            pending,
+            now,
+            self._guard_spec(resolved),
+        )
+        # The call context for this call's after_call (see ArgsMemo.context_for).
+        self._args_memos.remember(
+            session_key, tool_call_id, tool, params, args_hash, (run_id, agent_id, plan)
+        )
+        return plan
 
     def _bucket_key(self, plan: _BeforePlan, verdict: LoopVerdict) -> str:
         base = verdict.warning_key or f"{verdict.detector}:{plan.call.tool_name}"
@@ -508,20 +524,53 @@ class LoopGuard:
         bucket = self.detector_profile.warning_bucket(verdict, self.first_warning)
         return UpdateBucket(plan.session_key, self._bucket_key(plan, verdict), bucket, plan.now)
 
-    def _before_steps(self, plan: _BeforePlan) -> Steps[tuple[LoopVerdict, bool]]:
-        """Detection between the store reads and writes it needs (one atomic step)."""
-        scoped = yield BeginCall(
-            plan.session_key, plan.call.run_id, plan.pending, plan.resolved.history_size, plan.now
-        )
-        verdict = self.detector_profile.detect(scoped, plan.call, plan.resolved)
-        emitted = False
+    def _follow_up(
+        self, plan: _BeforePlan, verdict: LoopVerdict
+    ) -> CancelCall | UpdateBucket | None:
+        """The store write a verdict needs after detection, if any (both drivers use it)."""
         if verdict.level == "critical":
             if self.enforce and plan.pending is not None:
                 # Blocked calls are not recorded (the reference's sticky block).
-                yield CancelCall(plan.session_key, plan.pending, plan.now)
-        elif verdict.stuck:
-            emitted = yield self._warn_step(plan, verdict)
-        return verdict, emitted
+                return CancelCall(plan.session_key, plan.pending, plan.now)
+            return None
+        if verdict.stuck:
+            return self._warn_step(plan, verdict)
+        return None
+
+    def _begin(self, plan: _BeforePlan) -> BeginCall:
+        return BeginCall(
+            plan.session_key, plan.call.run_id, plan.pending, plan.resolved.history_size, plan.now
+        )
+
+    def _decide(self, plan: _BeforePlan) -> tuple[LoopVerdict, bool]:
+        """Detection between the store reads and writes it needs (one atomic step).
+
+        The sync path: the store's methods called directly under its session lock. It is
+        :meth:`_before_steps` performed by :func:`~loopwatch.guard._ops.drive`, without the
+        generator (the same operations, built by the same :meth:`_begin` and
+        :meth:`_follow_up`).
+        """
+        store = self._store
+        with store.session_lock(plan.session_key):
+            scoped = self._begin(plan).run(store)
+            verdict = self.detector_profile.detect(scoped, plan.call, plan.resolved)
+            follow = self._follow_up(plan, verdict)
+            if follow is None:
+                return verdict, False
+            if isinstance(follow, CancelCall):
+                follow.run(store)
+                return verdict, False
+            return verdict, follow.run(store)
+
+    def _before_steps(self, plan: _BeforePlan) -> Steps[tuple[LoopVerdict, bool]]:
+        """:meth:`_decide` for stores with real asynchronous I/O (driven by ``adrive``)."""
+        scoped = yield self._begin(plan)
+        verdict = self.detector_profile.detect(scoped, plan.call, plan.resolved)
+        follow = self._follow_up(plan, verdict)
+        if follow is None:
+            return verdict, False
+        reply = yield follow
+        return verdict, False if isinstance(follow, CancelCall) else reply
 
     def _seen_before(self, session_key: str, tool_call_id: object) -> Decision | None:
         """The decision of a call already in flight under this id (counted once)."""
@@ -565,7 +614,7 @@ class LoopGuard:
             if seen is not None:
                 return seen
             plan = self._plan_before(tool, params, key, run_id, tool_call_id, agent_id)
-            verdict, emitted = drive(self._store, key, self._before_steps(plan))
+            verdict, emitted = self._decide(plan)
             return self._start(key, tool_call_id, self._conclude(plan, verdict, emitted))
         except StoreError as exc:
             return self._before_store_failed(key, tool, exc)
@@ -583,6 +632,15 @@ class LoopGuard:
         agent_id: object = None,
     ) -> Decision:
         """Async twin of :meth:`before_call`."""
+        if not self._store.native_async:  # an in-process store: the sync path, as it is
+            return self.before_call(
+                tool_name,
+                params,
+                session_key=session_key,
+                run_id=run_id,
+                tool_call_id=tool_call_id,
+                agent_id=agent_id,
+            )
         tool = self._tool_name(tool_name)
         key = self._accepts(session_key)
         if key is None:
@@ -773,10 +831,18 @@ class LoopGuard:
         error: object,
         agent_id: object,
     ) -> RecordOutcome | None:
-        """Hash the outcome outside any lock; ``None`` when there is nothing to record."""
-        _block, resolved = self.block_for(agent_id)
+        """Hash the outcome outside any lock; ``None`` when there is nothing to record.
+
+        When the call is provably the one ``before_call`` planned (the same params, run id
+        and agent id objects, see :meth:`ArgsMemo.context_for`), its plan supplies what
+        would otherwise be derived again: the args hash, the config, the ids, the guard
+        spec. Otherwise every input is read afresh.
+        """
         # Taken first, so that a vetoed or failed outcome does not leave it behind.
         memo = self._args_memos.take(session_key, tool_call_id)
+        context = None if memo is None else memo.context_for(tool, params, run_id, agent_id)
+        if context is None:
+            _block, resolved = self.block_for(agent_id)
         try:
             outcome = hash_tool_outcome(
                 tool,
@@ -788,28 +854,35 @@ class LoopGuard:
             )
             if outcome.result_hash is None:
                 return None  # no result, or the loop veto: nothing changes
-            args_hash = memo.hash_of(tool, params) if memo is not None else None
-            if args_hash is None:
-                args_hash = hash_tool_call(tool, params, normalizers=self.normalizers)
-            known_poll = is_known_poll(tool, params)
-            run = normalize_run_id(run_id)
-            call_id = normalize_tool_call_id(tool_call_id)
+            if context is None:
+                args_hash = memo.hash_of(tool, params) if memo is not None else None
+                if args_hash is None:
+                    args_hash = hash_tool_call(tool, params, normalizers=self.normalizers)
+                call = UpcomingCall(
+                    tool, args_hash, normalize_run_id(run_id), is_known_poll(tool, params)
+                )
+                call_id = normalize_tool_call_id(tool_call_id)
         except Exception as exc:
             raise UnhashableValueError(error_text(exc)) from exc
-        call = UpcomingCall(tool, args_hash, run, known_poll)
+        if context is not None:
+            plan = context
+            assert isinstance(plan, _BeforePlan)
+            call, call_id, resolved, guard = plan.call, plan.call_id, plan.resolved, plan.guard
+        else:
+            guard = self._guard_spec(resolved)
         facts = self.detector_profile.outcome_facts(call, params, outcome, result, error)
         now = self._now()
-        write = OutcomeWrite(
-            tool_name=tool,
-            args_hash=args_hash,
-            tool_call_id=call_id,
-            run_id=run,
-            outcome=outcome,
-            history_size=resolved.history_size,
-            timestamp=int(now * 1000),
-            adaptive_facts=facts,
+        write = OutcomeWrite(  # positional: half the cost of keywords
+            tool,
+            call.args_hash,
+            call_id,
+            call.run_id,
+            outcome,
+            resolved.history_size,
+            int(now * 1000),
+            facts,
         )
-        return RecordOutcome(session_key, write, self._guard_spec(resolved), now)
+        return RecordOutcome(session_key, write, guard, now)
 
     def _finish_after(
         self,
@@ -866,7 +939,11 @@ class LoopGuard:
             if self._finished_before(key, tool_call_id):
                 return None
             op = self._plan_after(tool, params, key, run_id, tool_call_id, result, error, agent_id)
-            written = None if op is None else drive_one(self._store, key, op)
+            if op is None:
+                written = None
+            else:
+                with self._store.session_lock(key):
+                    written = op.run(self._store)
         except StoreError as exc:
             self._store_failed(key, tool, "after_call", exc)
             return None
@@ -888,6 +965,17 @@ class LoopGuard:
         agent_id: object = None,
     ) -> ToolCallRecord | None:
         """Async twin of :meth:`after_call`."""
+        if not self._store.native_async:  # an in-process store: the sync path, as it is
+            return self.after_call(
+                tool_name,
+                params,
+                session_key=session_key,
+                run_id=run_id,
+                tool_call_id=tool_call_id,
+                result=result,
+                error=error,
+                agent_id=agent_id,
+            )
         tool = self._tool_name(tool_name)
         key = self._accepts(session_key)
         if key is None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import struct
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from typing import Final, overload
 
 from loopwatch.core.records import ToolCallRecord
@@ -239,14 +239,15 @@ class CompactRecord:
         extra = self.extra
         if extra is None:
             return None
-        return extra[0] if isinstance(extra, tuple) else extra.unknown_tool_name
+        # (a record is a tuple too: test for it first)
+        return extra.unknown_tool_name if isinstance(extra, ToolCallRecord) else extra[0]
 
     @property
     def adaptive_facts(self) -> str | None:
         extra = self.extra
         if extra is None:
             return None
-        return extra[1] if isinstance(extra, tuple) else extra.adaptive_facts
+        return extra.adaptive_facts if isinstance(extra, ToolCallRecord) else extra[1]
 
     def public(self) -> ToolCallRecord:
         """The record as the store's users see it (a new object unless kept as ``extra``)."""
@@ -422,6 +423,11 @@ class SessionHistory:
         self._add(CompactRecord(record, key, keep=True))
         self.trim(history_size)
 
+    def add_filled(self, record: ToolCallRecord, key: bytes | str) -> None:
+        """Append a record whose :func:`call_key` is ``key``, packed as its final form (no
+        trim): what :meth:`append` of its pending form and ``fill`` of its outcome leave."""
+        self._add(CompactRecord(record, key))
+
     def _add(self, record: CompactRecord) -> None:
         runs = self.runs
         run = runs.get(record.run_id)
@@ -551,6 +557,16 @@ class RunView(Sequence[ToolCallRecord], RunHistory):
 
     def fields(self) -> Sequence[CompactRecord]:
         return self._run.records
+
+    def content_keys(self, start: int) -> Sequence[Hashable]:
+        # A packed record is its tool name, its packed digests and timestamp, and its
+        # notes (or its public form, kept while pending); any other is its public form.
+        return [
+            record.extra
+            if record.packed is None
+            else (record.tool_name, record.packed, record.extra)
+            for record in self._run.records[start:]
+        ]
 
     def unknown_tool_streak(self, tool_name: str) -> tuple[int, str | None]:
         name: str | None = None

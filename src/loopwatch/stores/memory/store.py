@@ -250,10 +250,69 @@ class MemoryStore(Store):
             run_guard = guards[run_id] = _RunGuard(spec)
         return run_guard
 
+    def _complete_postponed(
+        self, session_key: str, write: OutcomeWrite, now: float
+    ) -> ToolCallRecord | None:
+        """The usual outcome, written in one step: that of the call ``begin_call`` just
+        postponed the append of.
+
+        It stands for what :meth:`record_outcome` does otherwise: :meth:`_touch` (which
+        applies the postponed append: the pending record packed, appended, the history
+        trimmed), then :meth:`SessionHistory.record_outcome` (which finds that very record,
+        the newest of its run, fills it, and trims again). When the outcome is provably for
+        that record (same session, alive; same run, tool, args hash and, when given, id),
+        the record is appended already filled instead, with the same two trims, and the
+        session touched once. ``None`` (nothing done) in any other case.
+        """
+        postponed = self._postponed
+        if postponed is None or postponed.session_key != session_key:
+            return None
+        pending = postponed.pending
+        session = postponed.session
+        ttl = self.idle_ttl_s
+        outcome = write.outcome
+        if (
+            outcome.result_hash is None
+            or pending.run_id != write.run_id
+            or pending.args_hash != write.args_hash
+            or pending.tool_name != write.tool_name
+            or (write.tool_call_id and pending.tool_call_id != write.tool_call_id)
+            or postponed.history_size < 1
+            or (ttl is not None and now - session.touched > ttl)
+            or self._sessions.get(session_key) is not session
+        ):
+            return None
+        self._postponed = None
+        filled = ToolCallRecord(
+            pending.tool_name,
+            pending.args_hash,
+            pending.tool_call_id,
+            pending.run_id,
+            outcome.result_hash,
+            outcome.unknown_tool_name,
+            pending.timestamp,
+            write.adaptive_facts,
+        )
+        history = session.history
+        history.add_filled(filled, postponed.key)
+        history.trim(postponed.history_size)
+        history.trim(write.history_size)
+        self._sessions.move_to_end(session_key)
+        session.touched = now
+        return filled
+
     def record_outcome(
         self, session_key: str, write: OutcomeWrite, guard: GuardSpec, now: float
     ) -> tuple[ToolCallRecord, GuardVerdict]:
         with self._lock:
+            record = self._complete_postponed(session_key, write, now)
+            if record is not None:
+                session = self._sessions[session_key]
+                assert record.result_hash is not None
+                verdict = self._run_guard(session, write.run_id, guard).observe(
+                    record.tool_name, record.args_hash, record.result_hash
+                )
+                return record, verdict
             session = self._touch(session_key, now)
             record = session.history.record_outcome(write)
             assert record.result_hash is not None
