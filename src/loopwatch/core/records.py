@@ -9,7 +9,6 @@ from __future__ import annotations
 import time
 from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 from loopwatch.config import resolve_config
 from loopwatch.core._undefined import UNDEFINED
@@ -18,7 +17,13 @@ from loopwatch.fingerprint import hash_tool_call
 from loopwatch.outcomes import OutcomeHash, hash_tool_outcome
 
 
-class _RecordFields(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class ToolCallRecord:
+    """One tool call as the detectors see it.
+
+    A record without ``result_hash`` is pending: its outcome is not known (yet).
+    """
+
     tool_name: str
     args_hash: str
     tool_call_id: str | None = None
@@ -29,44 +34,6 @@ class _RecordFields(NamedTuple):
     #: What the adaptive profile knows of the outcome (digests and flags, see
     #: :mod:`loopwatch.adaptive`); always ``None`` in the reference profile.
     adaptive_facts: str | None = None
-
-
-class ToolCallRecord(_RecordFields):
-    """One tool call as the detectors see it.
-
-    A record without ``result_hash`` is pending: its outcome is not known (yet).
-
-    Fields: ``tool_name``, ``args_hash``, ``tool_call_id``, ``run_id``, ``result_hash``,
-    ``unknown_tool_name``, ``timestamp``, ``adaptive_facts`` (what the adaptive profile
-    knows of the outcome: digests and flags, see :mod:`loopwatch.adaptive`; always
-    ``None`` in the reference profile).
-
-    Immutable, compared field by field with records only, hashable, picklable, built by
-    position or keyword. A named tuple rather than a frozen dataclass: two are built per
-    guarded call, and a tuple is built 3.5 times faster than a frozen dataclass (which
-    sets each of its 8 fields through ``object.__setattr__``). Equality and hashing stay
-    those of the dataclass it was: a record never equals a plain tuple, its hash is that
-    of the tuple of its fields, and records have no order.
-    """
-
-    __slots__ = ()
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is type(self):
-            return tuple.__eq__(self, other)
-        # Not NotImplemented for a tuple: tuple's own comparison would answer True.
-        return False if isinstance(other, tuple) else NotImplemented
-
-    def __ne__(self, other: object) -> bool:
-        equal = self.__eq__(other)
-        return equal if equal is NotImplemented else not equal
-
-    __hash__ = tuple.__hash__
-
-    def __lt__(self, other: object) -> bool:
-        return NotImplemented
-
-    __le__ = __gt__ = __ge__ = __lt__
 
 
 @dataclass

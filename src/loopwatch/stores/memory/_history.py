@@ -239,15 +239,14 @@ class CompactRecord:
         extra = self.extra
         if extra is None:
             return None
-        # (a record is a tuple too: test for it first)
-        return extra.unknown_tool_name if isinstance(extra, ToolCallRecord) else extra[0]
+        return extra[0] if isinstance(extra, tuple) else extra.unknown_tool_name
 
     @property
     def adaptive_facts(self) -> str | None:
         extra = self.extra
         if extra is None:
             return None
-        return extra.adaptive_facts if isinstance(extra, ToolCallRecord) else extra[1]
+        return extra[1] if isinstance(extra, tuple) else extra.adaptive_facts
 
     def public(self) -> ToolCallRecord:
         """The record as the store's users see it (a new object unless kept as ``extra``)."""
