@@ -16,6 +16,7 @@ the order down just as well.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import subprocess
@@ -143,5 +144,5 @@ def test_eight_processes_share_one_linearisable_history(
     fired = [replayed[cid] for cid in order if replayed[cid][0] != "allow"]
     assert {d[2] for d in fired} >= {"generic_repeat", "known_poll_no_progress", "ping_pong"}
     # Same records too, but for timestamps (the workers' clocks are not this one's).
-    strip = [r._replace(timestamp=0) for r in guard.history(session_key=SESSION)]
-    assert strip == [r._replace(timestamp=0) for r in history]
+    strip = [dataclasses.replace(r, timestamp=0) for r in guard.history(session_key=SESSION)]
+    assert strip == [dataclasses.replace(r, timestamp=0) for r in history]
