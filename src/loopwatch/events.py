@@ -53,6 +53,8 @@ class ToolLoopEvent(LoopEvent):
     paired_tool_name: str | None = None
     #: The calls forming the loop (adaptive profile only).
     indices: tuple[int, ...] | None = None
+    #: Why it fired and what would have reset it (adaptive profile only).
+    explanation: str | None = None
 
 
 @dataclass(frozen=True)

@@ -370,3 +370,18 @@ def test_guard_settings_reject_two_sources() -> None:
         GuardSettings.resolve({"enabled": True}, openclaw_config={})
     with pytest.raises(TypeError):
         LoopGuard({"enabled": True}, settings=GuardSettings.resolve())
+
+
+def test_an_adaptive_verdict_explains_itself_in_the_decision_and_the_event() -> None:
+    events: list[Any] = []
+    guard = LoopGuard(profile="adaptive", listeners=[events.append])
+    decision = None
+    for _ in range(4):
+        decision = guard.before_call("exec", {"command": "make"}, session_key=S)
+        guard.after_call(
+            "exec", {"command": "make"}, session_key=S, error="make: *** [all] Error 2"
+        )
+    assert decision is not None and decision.verdict.stuck
+    assert decision.verdict.explanation and "reset by" in decision.verdict.explanation
+    loops = [e.to_dict() for e in events if e.type == "tool.loop"]
+    assert loops and loops[-1]["explanation"] == decision.verdict.explanation

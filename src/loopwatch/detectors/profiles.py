@@ -219,9 +219,7 @@ class AdaptiveProfile(DetectorProfile):
         error: object,
     ) -> str | None:
         adaptive = self._adaptive
-        # TODO(issue 12): pass args_hash=call.args_hash and outcome=outcome once
-        # build_adaptive_record takes them (the adaptive helper is adding both): it hashes
-        # the args and the outcome again today, twice more per call than the guard.
+        # The guard hashed the args and the outcome already: each value is hashed once.
         facts: str = adaptive.encode_facts(
             adaptive.build_adaptive_record(
                 call.tool_name,
@@ -231,6 +229,8 @@ class AdaptiveProfile(DetectorProfile):
                 config=self.config,
                 send_tools=self._send_tools,
                 normalizers=self._normalizers,
+                args_hash=call.args_hash,
+                outcome=outcome,
             )
         )
         return facts
@@ -318,6 +318,7 @@ class AdaptiveProfile(DetectorProfile):
             message=found.message,
             warning_key=found.warning_key,
             indices=tuple(start + index for index in found.indices),
+            explanation=found.explanation,
         )
 
 

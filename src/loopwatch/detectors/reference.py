@@ -49,6 +49,9 @@ class LoopVerdict:
     #: The calls forming the loop (indices into the run's history as the detector saw it);
     #: set by the adaptive profile's detectors, ``None`` for the reference ones.
     indices: tuple[int, ...] | None = None
+    #: Why the verdict fired and what would have reset it (operator-facing; the adaptive
+    #: profile's detectors set it, ``None`` for the reference ones).
+    explanation: str | None = None
 
 
 NOT_STUCK: Final = LoopVerdict(stuck=False)

@@ -485,6 +485,7 @@ class LoopGuard:
                 message=verdict.message,
                 paired_tool_name=verdict.paired_tool_name,
                 indices=verdict.indices,
+                explanation=verdict.explanation,
             )
         )
 
