@@ -14,12 +14,17 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from loopwatch.core.records import ToolCallRecord
 from loopwatch.detectors.compaction import GuardSnapshot, GuardVerdict
 from loopwatch.errors import StoreError
 from loopwatch.outcomes import OutcomeHash
+
+#: How many runs of one session keep a post-compaction guard: the oldest-created run's guard
+#: is dropped beyond (a long-lived session sees many runs; only recent ones are compacted).
+#: Every store applies it (the Lua scripts' ``MAX_RUN_GUARDS``).
+MAX_RUN_GUARDS: Final = 256
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,7 @@ from typing import Any, Final
 
 from loopwatch.core.records import ToolCallRecord, append_call, apply_outcome
 from loopwatch.detectors.compaction import GuardSnapshot, GuardVerdict, PostCompactionGuard
-from loopwatch.stores.base import GuardSpec, OutcomeWrite, Store
+from loopwatch.stores.base import MAX_RUN_GUARDS, GuardSpec, OutcomeWrite, Store
 
 _NO_GUARD: Final = GuardSnapshot(armed=False, remaining_attempts=0)
 #: How many warning keys a session keeps (SPEC §5.3), oldest dropped first.
@@ -110,6 +110,10 @@ class ReferenceStore(Store):
         guards = session["guards"]
         if run_id not in guards:
             guards[run_id] = PostCompactionGuard(window_size=spec.window_size, enabled=spec.enabled)
+            if len(guards) > MAX_RUN_GUARDS:  # the oldest-created run's guard goes
+                oldest = next(iter(guards))
+                del guards[oldest]
+                session["verdicts"].pop(oldest, None)
         return guards[run_id]
 
     def record_outcome(

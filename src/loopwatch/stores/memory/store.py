@@ -23,7 +23,7 @@ from loopwatch.detectors.compaction import (
     GuardVerdict,
     PostCompactionGuard,
 )
-from loopwatch.stores.base import GuardSpec, OutcomeWrite, Store
+from loopwatch.stores.base import MAX_RUN_GUARDS, GuardSpec, OutcomeWrite, Store
 from loopwatch.stores.memory._history import RunView, SessionHistory, call_key
 
 #: A session keeps at most this many warning keys; the oldest is forgotten first.
@@ -248,6 +248,8 @@ class MemoryStore(Store):
         run_guard = guards.get(run_id)
         if run_guard is None:
             run_guard = guards[run_id] = _RunGuard(spec)
+            if len(guards) > MAX_RUN_GUARDS:  # the oldest-created run's guard goes
+                del guards[next(iter(guards))]
         return run_guard
 
     def _complete_postponed(
