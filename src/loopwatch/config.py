@@ -28,7 +28,6 @@ from typing import Any, Final, Literal
 
 import json5
 
-from loopwatch.adaptive.settings import AdaptiveConfig
 from loopwatch.core._undefined import UNDEFINED
 from loopwatch.core.jsstr import js_lower, js_trim
 from loopwatch.errors import ConfigError, ConfigIssue
@@ -897,6 +896,11 @@ def _validate_loopwatch_block(value: object, issues: list[ConfigIssue], dups: _D
 
 
 def _adaptive_issues(value: object, path: str) -> tuple[ConfigIssue, ...]:
+    # Imported here, only for a file that has a loopwatch.adaptive block: the reference
+    # profile never loads the adaptive package (its settings import no config, so there is
+    # no cycle either way).
+    from loopwatch.adaptive.settings import AdaptiveConfig
+
     try:
         AdaptiveConfig.from_mapping(value, path=path)
     except ConfigError as err:
