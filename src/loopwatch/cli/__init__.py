@@ -27,11 +27,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def __getattr__(name: str) -> Any:
-    if name.startswith("__"):
-        raise AttributeError(name)
-    from loopwatch.cli import _main
+    # Private names are submodules (``from loopwatch.cli import _install`` imports it).
+    if name.startswith("_"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
 
-    return getattr(_main, name)
+    return getattr(importlib.import_module("loopwatch.cli._main"), name)
 
 
 __all__ = ["main"]
