@@ -224,7 +224,7 @@ def test_try_hook_uses_the_server(server: Server) -> None:
     assert answer is not None
     stdout, exit_code, stderr = answer
     assert (exit_code, isinstance(stdout, str), isinstance(stderr, str)) == (0, True, True)
-    assert server.call("history", session_key="try-hook")["records"] != []
+    assert server.call("history", session_key="claude-code:try-hook")["records"] != []
 
 
 def test_hooks_with_other_options_are_sent_back(server: Server) -> None:
