@@ -13,18 +13,19 @@ order, as the median of per-round ratios (wall clock: a hook is a whole process)
   what a hook entry point that tries the server first can reach;
 - ``package client``: the same through ``from loopwatch.serve import try_hook`` (the package
   import is paid);
-- ``in-process hook``: ``python -m loopwatch.cli hook claude-code`` without a server (only
-  where ``loopwatch.hooks`` exists), the SQLite path the server saves;
+- ``hook via serve``: the real ``python -m loopwatch.cli hook claude-code`` while the server
+  runs: the hook's warm path (``loopwatch.cli`` -> ``_hook`` -> ``loopwatch.serve``);
+- ``in-process hook``: the same command with no server to find (SQLite store), the path the
+  server saves;
 - ``round trip``: the client's round trip alone, in this process, per call.
 
-The server is started by ``tests/cli/serve_launcher.py`` (which stands a stand-in in for a
-missing ``loopwatch.hooks``) on a temporary socket and state directory.
+The server is the real ``python -m loopwatch.cli serve`` on a temporary socket and state
+directory.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import shutil
@@ -37,7 +38,6 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "src"
-LAUNCHER = REPO / "tests" / "cli" / "serve_launcher.py"
 SERVE_FILE = SRC / "loopwatch" / "serve.py"
 
 
@@ -90,8 +90,12 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="lwb", dir="/tmp"))
     sock = str(root / "s.sock")
     env = {**os.environ, "PYTHONPATH": str(SRC), "XDG_STATE_HOME": str(root / "state")}
+    env.pop("LOOPWATCH_STORE", None)
+    env["LOOPWATCH_SOCKET"] = sock
+    cold_env = {**env, "LOOPWATCH_SOCKET": str(root / "none.sock")}
+    store = f"sqlite:///{root / 'b.db'}"
     server = subprocess.Popen(
-        [sys.executable, str(LAUNCHER), "--socket", sock, "--store", f"sqlite:///{root / 'b.db'}"],
+        [sys.executable, "-m", "loopwatch.cli", "serve", "--socket", sock, "--store", store],
         env=env,
         stderr=subprocess.PIPE,
         text=True,
@@ -105,12 +109,10 @@ def main() -> None:
             "lean client": [sys.executable, "-c", LEAN.format(file=str(SERVE_FILE), sock=sock)],
             "package client": [sys.executable, "-c", PACKAGE.format(sock=sock)],
         }
-        has_hooks = importlib.util.find_spec("loopwatch.hooks") is not None
-        if has_hooks:
-            db = f"sqlite:///{root / 'inproc.db'}"
-            cases["in-process hook"] = [
-                sys.executable, "-m", "loopwatch.cli", "hook", "claude-code", "--store", db,
-            ]  # fmt: skip
+        hook = [sys.executable, "-m", "loopwatch.cli", "hook", "claude-code", "--store", store]
+        cases["hook via serve"] = hook
+        cases["in-process hook"] = hook
+        envs = {name: cold_env if name == "in-process hook" else env for name in cases}
         names = list(cases)
         samples: dict[str, list[float]] = {name: [] for name in names}
         counter = 0
@@ -118,7 +120,7 @@ def main() -> None:
             order = names[round_index % len(names) :] + names[: round_index % len(names)]
             for name in order:
                 counter += 1
-                samples[name].append(timed(cases[name], payload(counter), env))
+                samples[name].append(timed(cases[name], payload(counter), envs[name]))
 
         from loopwatch.serve import request, try_hook
 
@@ -144,8 +146,6 @@ def main() -> None:
         f"{'round trip':<18} {round_trip * 1000:>10.3f} {round_trip / floor_s:>6.3f}x"
         f"  (in-process client, {args.calls} calls)"
     )
-    if not has_hooks:
-        print("in-process hook: n/a (loopwatch.hooks is not in this tree)")
 
 
 if __name__ == "__main__":

@@ -207,10 +207,11 @@ def hook_options(
     The hook sends its own (``--store``, ``--config``, ``--profile``; ``None`` for a default)
     with each ``hook`` request; a server started with other options refuses (``mismatch``)
     and the hook runs in-process, so a hook installed with ``--config X`` is never judged by
-    a server that runs without it.
+    a server that runs without it. The default store is resolved from ``LOOPWATCH_STORE``
+    (as the hooks do), so a hook and a server that see different variables differ here.
     """
     return {
-        "store": store_url or None,
+        "store": store_url or os.environ.get("LOOPWATCH_STORE", "").strip() or None,
         "config": os.path.abspath(config_file) if config_file else None,
         "profile": profile or None,
     }

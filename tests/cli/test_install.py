@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +23,7 @@ from loopwatch.cli._install import (
     merge_install,
     merge_uninstall,
 )
-from loopwatch.cli._opencode_plugin import PLUGIN_MARKER, render_plugin
+from loopwatch.cli._opencode_plugin import PLUGIN_MARKER
 
 AGENTS = tuple(AGENT_SPECS)
 SETTINGS_AGENTS = tuple(name for name, spec in AGENT_SPECS.items() if spec.style != "plugin")
@@ -326,93 +324,6 @@ def test_opencode_leaves_a_foreign_plugin_alone(
     assert main(["uninstall", "opencode", "--project"]) == 2
     assert "not written by loopwatch" in capsys.readouterr().err
     assert path.read_text().startswith("export default { id: 'mine'")
-
-
-FAKE_HOOK = textwrap.dedent(
-    """
-    import json, sys
-    event = json.load(sys.stdin)
-    with open(sys.argv[1], "a") as log:
-        log.write(json.dumps(event) + "\\n")
-    name = event["hook_event_name"]
-    if name == "tool.execute.before" and event["tool_name"] == "bash":
-        print(json.dumps({"decision": "block", "reason": "loop: bash again"}))
-    elif name == "tool.execute.before" and event["tool_name"] == "grep":
-        sys.stderr.write("exit-two reason")
-        sys.exit(2)
-    elif name == "tool.execute.before" and event["tool_name"] == "crash":
-        sys.exit(1)
-    elif name == "tool.execute.after":
-        print(json.dumps({"hookSpecificOutput": {"additionalContext": "careful: repeating"}}))
-    else:
-        print("{}")
-    """
-)
-
-DRIVER = textwrap.dedent(
-    """
-    const plugin = (await import(process.argv[2])).default
-    const hooks = await plugin.server({ directory: "/work/project" })
-    const results = { id: plugin.id }
-    async function before(tool) {
-      try {
-        await hooks["tool.execute.before"](
-          { tool, sessionID: "ses_1", callID: "call_" + tool }, { args: { q: 1 } })
-        return "allowed"
-      } catch (error) {
-        return "blocked: " + error.message
-      }
-    }
-    for (const tool of ["read", "bash", "grep", "crash"]) results[tool] = await before(tool)
-    const output = { title: "t", output: "result text", metadata: {} }
-    await hooks["tool.execute.after"](
-      { tool: "read", sessionID: "ses_1", callID: "call_read", args: { q: 1 } }, output)
-    results.after = output.output
-    await hooks["experimental.session.compacting"]({ sessionID: "ses_1" }, { context: [] })
-    console.log(JSON.stringify(results))
-    """
-)
-
-
-@pytest.mark.node
-def test_the_opencode_plugin_runs_under_node(tmp_path: Path) -> None:
-    node = shutil.which("node")
-    assert node, "the OpenCode plugin test needs node on PATH (deselect with -m 'not node')"
-    log = tmp_path / "events.jsonl"
-    (tmp_path / "hook.py").write_text(FAKE_HOOK)
-    plugin = tmp_path / "loopwatch.mjs"
-    plugin.write_text(render_plugin([sys.executable, str(tmp_path / "hook.py"), str(log)]))
-    (tmp_path / "driver.mjs").write_text(DRIVER)
-    done = subprocess.run(
-        [node, str(tmp_path / "driver.mjs"), plugin.as_uri()],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    results = json.loads(done.stdout)
-    assert results == {
-        "id": "loopwatch",
-        "read": "allowed",
-        "bash": "blocked: loop: bash again",
-        "grep": "blocked: exit-two reason",
-        "crash": "allowed",
-        "after": "result text\n\ncareful: repeating",
-    }
-    events = [json.loads(line) for line in log.read_text().splitlines()]
-    assert [e["hook_event_name"] for e in events] == [
-        *["tool.execute.before"] * 4,
-        "tool.execute.after",
-        "experimental.session.compacting",
-    ]
-    assert events[0] == {
-        "hook_event_name": "tool.execute.before",
-        "session_id": "ses_1",
-        "tool_name": "read",
-        "tool_use_id": "call_read",
-        "tool_input": {"q": 1},
-        "cwd": "/work/project",
-    }
-    assert events[4]["tool_response"] == {"title": "t", "output": "result text"}
 
 
 # --- the marker and the merge, as properties ------------------------------------------------

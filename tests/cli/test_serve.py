@@ -1,14 +1,13 @@
 """``loopwatch serve``: a real server process, every API op, bad input, HTTP, shutdown.
 
-The server runs ``loopwatch.hooks.default_guard``; where ``loopwatch.hooks`` is not there
-yet, ``serve_launcher.py`` stands ``fake_hooks`` in for it (same public API).
+The server is the real ``python -m loopwatch.cli serve`` process running
+``loopwatch.hooks.default_guard``; hook answers are compared with ``loopwatch.hooks.run_hook``
+in this process.
 """
 
 from __future__ import annotations
 
 import http.client
-import importlib
-import importlib.util
 import json
 import os
 import shutil
@@ -23,29 +22,17 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import loopwatch.hooks
 from loopwatch import LoopGuard, serve
 from loopwatch.serve import MAX_REQUEST_BYTES, Dispatcher, ServeError
 
-HERE = Path(__file__).resolve().parent
-LAUNCHER = HERE / "serve_launcher.py"
-
-
-def hooks_module() -> ModuleType:
-    """``loopwatch.hooks`` when it exists, else the stand-in the launcher uses too."""
-    if importlib.util.find_spec("loopwatch.hooks") is not None:
-        return importlib.import_module("loopwatch.hooks")
-    sys.path.insert(0, str(HERE))
-    try:
-        return importlib.import_module("fake_hooks")
-    finally:
-        sys.path.remove(str(HERE))
+SERVE = [sys.executable, "-m", "loopwatch.cli", "serve"]
 
 
 @dataclass
@@ -63,7 +50,7 @@ class Server:
 def start_server(root: Path, *extra: str, http: bool = True) -> Server:
     state = root / "state"
     socket_path = str(root / "s.sock")
-    args = [sys.executable, str(LAUNCHER), "--socket", socket_path]
+    args = [*SERVE, "--socket", socket_path]
     args += ["--store", f"sqlite:///{root / 'serve.db'}"]
     if http:
         args += ["--http", "0"]
@@ -176,7 +163,7 @@ def test_a_failed_call_is_recorded_as_an_error(server: Server) -> None:
 
 
 def test_the_server_blocks_a_loop_like_a_guard_in_process(server: Server, root: Path) -> None:
-    local = hooks_module().default_guard(store_url=f"sqlite:///{root / 'replay.db'}")
+    local = loopwatch.hooks.default_guard(store_url=f"sqlite:///{root / 'replay.db'}")
     remote_actions, local_actions = [], []
     for _ in range(30):
         fields: dict[str, Any] = {"tool_name": "web_search", "params": {"q": "same"}}
@@ -198,7 +185,7 @@ def test_the_server_blocks_a_loop_like_a_guard_in_process(server: Server, root: 
 
 
 def test_the_hook_op_answers_like_run_hook_in_process(server: Server, root: Path) -> None:
-    hooks = hooks_module()
+    hooks = loopwatch.hooks
     local = hooks.default_guard(store_url=f"sqlite:///{root / 'hook.db'}")
     remote_answers, local_answers = [], []
     for index in range(30):
@@ -237,7 +224,7 @@ def test_try_hook_uses_the_server(server: Server) -> None:
     assert answer is not None
     stdout, exit_code, stderr = answer
     assert (exit_code, isinstance(stdout, str), isinstance(stderr, str)) == (0, True, True)
-    assert server.call("history", session_key="try-hook")["records"] != []
+    assert server.call("history", session_key="claude-code:try-hook")["records"] != []
 
 
 def test_hooks_with_other_options_are_sent_back(server: Server) -> None:
@@ -473,7 +460,7 @@ def test_a_second_server_on_the_same_socket_is_refused(root: Path) -> None:
     first = start_server(root, http=False)
     try:
         second = subprocess.run(
-            [sys.executable, str(LAUNCHER), "--socket", first.socket_path],
+            [*SERVE, "--socket", first.socket_path],
             capture_output=True,
             text=True,
             env={**os.environ, "XDG_STATE_HOME": str(root / "state")},
@@ -510,7 +497,7 @@ def test_start_up_errors_exit_2(root: Path) -> None:
         (["--socket", str(root / "b.sock"), "--config", str(bad_config)], "historySize"),
     ):
         done = subprocess.run(
-            [sys.executable, str(LAUNCHER), *args],
+            [*SERVE, *args],
             capture_output=True,
             text=True,
             env=env,
@@ -527,7 +514,7 @@ def test_start_up_errors_exit_2(root: Path) -> None:
 
 @pytest.fixture(scope="module")
 def dispatcher() -> Iterator[Dispatcher]:
-    hooks = hooks_module()
+    hooks = loopwatch.hooks
     instance = Dispatcher(lambda: LoopGuard(profile="adaptive"), hooks_module=hooks)
     yield instance
     instance.close()
@@ -579,3 +566,93 @@ def test_any_request_gets_an_envelope(dispatcher: Dispatcher, message: dict[str,
     else:
         assert reply["error"]["code"] in ("bad_request", "unknown_op", "bad_json")
     assert serve.encode_reply(reply).endswith(b"\n")
+
+
+# --- the hook process's warm path ----------------------------------------------------------
+
+
+def hook_process(socket_path: str, state: Path, stdin: str, *flags: str) -> tuple[str, int, str]:
+    """The real ``loopwatch hook claude-code`` process, as Claude Code runs it."""
+    env = {k: v for k, v in os.environ.items() if k != "LOOPWATCH_STORE"}
+    env.update({"LOOPWATCH_SOCKET": socket_path, "XDG_STATE_HOME": str(state)})
+    done = subprocess.run(
+        [sys.executable, "-m", "loopwatch.cli", "hook", "claude-code", *flags],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    return done.stdout, done.returncode, done.stderr
+
+
+def claude_events(session: str, calls: int) -> list[str]:
+    events = []
+    for index in range(calls):
+        for name in ("PreToolUse", "PostToolUse"):
+            event = {
+                "session_id": session,
+                "hook_event_name": name,
+                "tool_name": "Bash",
+                "tool_input": {"command": "make test"},
+                "tool_use_id": f"t{index}",
+                "cwd": "/tmp",
+                "transcript_path": "/tmp/t.jsonl",
+            }
+            if name == "PostToolUse":
+                event["tool_response"] = "FAILED test_login"
+            events.append(json.dumps(event))
+    return events
+
+
+def test_a_hook_process_answers_through_serve_as_in_process(root: Path) -> None:
+    # A memory:// store lives as long as its process: only a server keeps the history from
+    # one hook process to the next, so a loop is caught only if every event went through it.
+    running = start_server(root, "--store", "memory://", http=False)
+    try:
+        events = claude_events("warm", 5)
+        remote = [
+            hook_process(running.socket_path, root / "hook-state", event, "--store", "memory://")
+            for event in events
+        ]
+        local_guard = loopwatch.hooks.default_guard(store_url="memory://")
+        local = []
+        for event in events:
+            result = loopwatch.hooks.run_hook("claude-code", event, local_guard)
+            stdout = result.stdout + "\n" if result.stdout else ""
+            local.append((stdout, result.exit_code, result.stderr))
+        assert remote == local
+        assert any("permissionDecision" in stdout for stdout, _, _ in remote)
+        assert len(running.call("history", session_key="claude-code:warm")["records"]) == 3
+        # The warm path never set up the hook's log (it loads nothing of the guard).
+        assert not (root / "hook-state" / "loopwatch" / "hook.log").exists()
+        # A hook with other options is not judged by this server: it runs in-process.
+        other = hook_process(
+            running.socket_path,
+            root / "hook-state",
+            events[0],
+            "--store",
+            "memory://",
+            "--profile",
+            "reference",
+        )
+        assert other == ("", 0, "")
+        assert (root / "hook-state" / "loopwatch" / "hook.log").exists()
+    finally:
+        assert stop_server(running) == 0
+
+
+def test_a_hook_process_runs_in_process_when_no_server_runs(root: Path) -> None:
+    events = claude_events("cold", 5)
+    answers = [
+        hook_process(str(root / "none.sock"), root / "state", event, "--store", "memory://")
+        for event in events
+    ]
+    # Each process has a fresh memory store: no loop, every call allowed, nothing printed.
+    assert answers == [("", 0, "")] * len(events)
+    db = root / "cold.db"
+    answers = [
+        hook_process(str(root / "none.sock"), root / "state", event, "--store", f"sqlite:///{db}")
+        for event in events
+    ]
+    assert any("permissionDecision" in stdout for stdout, _, _ in answers)

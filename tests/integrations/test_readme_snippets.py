@@ -30,6 +30,9 @@ EXEMPT_SECTIONS: Final = {
     "## Configuration": "a one-line fragment (config is the host's OpenClaw config)",
     "## Two profiles: `reference` and `adaptive`": "constructor alternatives, no calls",
     "## Many workers: state on Redis": "needs a Redis server (tests/stores cover it)",
+    "## Coding agents: `loopwatch hook`": (
+        "a store under /var/lib (tests/stores/test_sqlite_store.py covers sqlite://)"
+    ),
 }
 
 #: Blocks logged by each snippet (the label is the bold lead-in of its paragraph).

@@ -5,7 +5,9 @@ must never get in the agent's way: whatever happens (a bad flag, a broken store,
 JSON) it exits 0 with the host's "no opinion" answer and writes its diagnostics to the
 log file in the state folder, never a traceback into the agent (for Gemini CLI any exit
 code but 0 and 1 would block the call). It also starts fast: only what one event needs
-is imported.
+is imported, and when a ``loopwatch serve`` runs with the same options the event is
+answered there, before anything heavy of loopwatch is imported (the warm path:
+:func:`_try_serve`, which loads only the light client :mod:`loopwatch.serve`).
 
 ``hook status`` is for people: what the guard saw of a session (its records, warning
 buckets and post-compaction guard), or the sessions the store holds.
@@ -13,13 +15,14 @@ buckets and post-compaction guard), or the sessions the store holds.
 
 from __future__ import annotations
 
-import argparse
-import logging
 import os
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any, Final, NoReturn
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    import argparse
 
 STATUS: Final = "status"
 #: The log file is started afresh (the old one kept as ``.1``) beyond this size.
@@ -29,18 +32,24 @@ _LOG_FORMAT: Final = "%(asctime)s %(process)d %(name)s %(levelname)s %(message)s
 MAX_PAYLOAD_BYTES: Final = 64 << 20
 
 
+#: The flags of an agent event that take a value (the warm path reads them without argparse).
+_VALUE_FLAGS: Final = ("--store", "--config", "--profile")
+
+
 class _ArgumentError(Exception):
     """A usage error of ``hook`` (argparse would exit 2: a block for Gemini CLI)."""
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise _ArgumentError(message)
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The parser of ``loopwatch hook ...`` (its errors raise instead of exiting)."""
+    import argparse
+    from typing import NoReturn
+
     from loopwatch.hooks import AGENTS
+
+    class _Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> NoReturn:
+            raise _ArgumentError(message)
 
     parser = _Parser(
         prog="loopwatch hook",
@@ -70,6 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _setup_log() -> None:
     """Send loopwatch's log lines to the state folder's file (never to the agent)."""
+    import logging
+
     from loopwatch.hooks._paths import log_path
 
     path = log_path()
@@ -104,17 +115,62 @@ def _emit(stdout: str, stderr: str = "") -> None:
         pass  # the agent closed the pipe: nothing left to tell it
 
 
-def _run_agent(agent: str, args: argparse.Namespace) -> int:
+def _quick_options(arguments: Sequence[str]) -> tuple[str, dict[str, str | None]] | None:
+    """``(agent, hook options)`` of a plain agent event, read without argparse.
+
+    ``None`` for anything unusual (no agent, an unknown flag, ``--help``): the warm path
+    is skipped and the full parser decides, so the two never disagree on a command line.
+    """
+    if not arguments or arguments[0].startswith("-"):
+        return None
+    values: dict[str, str | None] = dict.fromkeys(_VALUE_FLAGS)
+    rest = list(arguments[1:])
+    while rest:
+        flag = rest.pop(0)
+        name, equals, value = flag.partition("=")
+        if name not in values:
+            return None
+        if not equals:
+            if not rest:
+                return None
+            value = rest.pop(0)
+        values[name] = value
+    if values["--profile"] not in (None, "reference", "adaptive"):
+        return None
+    from loopwatch.serve import hook_options
+
+    options = hook_options(values["--store"], values["--config"], values["--profile"])
+    return arguments[0], options
+
+
+def _try_serve(arguments: Sequence[str], payload: str) -> tuple[str, int, str] | None:
+    """The answer of a running ``loopwatch serve`` with this hook's options, else ``None``."""
+    try:
+        quick = _quick_options(arguments)
+        if quick is None:
+            return None
+        from loopwatch.serve import try_hook
+
+        agent, options = quick
+        return try_hook(agent, payload, options=options)
+    except Exception:  # the warm path is an optimisation: any doubt, run in-process
+        return None
+
+
+def _run_agent(agent: str, args: argparse.Namespace, payload: str | None) -> int:
+    import logging
+
     from loopwatch.hooks import default_guard, fail_open_result, run_hook
 
     log = logging.getLogger("loopwatch.hooks")
     fallback = fail_open_result(agent)
-    try:
-        payload = _read_stdin()
-    except (OSError, ValueError) as exc:
-        log.warning("loopwatch hook %s: cannot read stdin: %s", agent, exc)
-        _emit(fallback.stdout)
-        return 0
+    if payload is None:
+        try:
+            payload = _read_stdin()
+        except (OSError, ValueError) as exc:
+            log.warning("loopwatch hook %s: cannot read stdin: %s", agent, exc)
+            _emit(fallback.stdout)
+            return 0
     try:
         guard = default_guard(args.store, args.config, args.profile)
     except Exception as exc:
@@ -138,6 +194,20 @@ def main(argv: Sequence[str]) -> int:
     arguments = list(argv)
     if arguments and arguments[0] == STATUS:
         return status_main(arguments)
+    payload: str | None = None
+    asks_help = bool({"-h", "--help"} & set(arguments))
+    if arguments and not arguments[0].startswith("-") and not asks_help:
+        try:
+            payload = _read_stdin()
+        except (OSError, ValueError):
+            payload = None  # read again (and logged) by the in-process path
+    if payload is not None:
+        warm = _try_serve(arguments, payload)
+        if warm is not None:
+            _emit(warm[0], warm[2])
+            return warm[1]
+    import logging
+
     _setup_log()
     log = logging.getLogger("loopwatch.hooks")
     agent = arguments[0] if arguments and not arguments[0].startswith("-") else ""
@@ -152,7 +222,7 @@ def main(argv: Sequence[str]) -> int:
     except SystemExit as exc:  # --help
         return exc.code if isinstance(exc.code, int) else 0
     try:
-        return _run_agent(args.agent, args)
+        return _run_agent(args.agent, args, payload)
     except BaseException as exc:  # the last line of defence: never a traceback
         if isinstance(exc, KeyboardInterrupt):
             return 0

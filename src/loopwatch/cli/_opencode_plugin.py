@@ -6,14 +6,21 @@ and ``~/.config/opencode/plugins/``. A file plugin must default-export ``{id, se
 plugin ... must export id"); the legacy loader accepts the same object (it takes any export
 with a ``server`` function), so one default export works for both and nothing registers twice.
 
-The plugin runs ``loopwatch hook opencode`` per event, with one JSON object on stdin
-(``hook_event_name`` = OpenCode's hook name, ``session_id``, ``tool_name``, ``tool_use_id``,
-``tool_input``, and ``tool_response`` after the call). It understands the hook's answer in the
-shapes the other agents use: exit 2 (stderr = reason), ``decision: "block"|"deny"`` +
-``reason``, ``hookSpecificOutput.permissionDecision: "deny"``, or ``continue: false`` block
-the call (``tool.execute.before`` throws, and OpenCode hands the error text to the model);
-``additionalContext`` (top level or in ``hookSpecificOutput``) or ``systemMessage`` after the
-call is appended to the tool's output. Any failure of the hook lets the call run (fail-open).
+The plugin runs ``loopwatch hook opencode`` per event and speaks the protocol of
+:mod:`loopwatch.hooks.opencode` (one protocol, defined there): it sends ``{"event", "input",
+"output"}`` — the OpenCode hook's name and its own two arguments — plus ``args`` when the
+after-event's input lacks them (kept by ``callID`` from the before-event) and ``error`` for a
+failed tool. OpenCode calls ``tool.execute.after`` for successful tools only; a failure shows
+as a ``message.part.updated`` event whose tool part has ``state.status: "error"``, which the
+plugin forwards as a ``tool.execute.after`` with ``error`` (once per call, and never for a
+call loopwatch itself blocked). ``session.compacted`` events and the
+``experimental.session.compacting`` hook arm the post-compaction guard.
+
+It reads back ``{"action": "allow" | "block" | "abort", "message", "warning"}``: ``block``
+throws from ``tool.execute.before`` (OpenCode hands the error text to the model), ``warning``
+is appended to the tool's output, ``abort`` appends the message and asks OpenCode to abort
+the session. Anything else — the hook missing, slow, crashing or answering garbage, an
+argument JSON cannot encode — lets the call run (fail-open).
 """
 
 from __future__ import annotations
@@ -32,32 +39,37 @@ PLUGIN_TIMEOUT_MS: Final = 30000
 _TEMPLATE: Final = """__MARKER__
 // (`loopwatch uninstall opencode` removes this file). Do not edit: reinstall instead.
 //
-// Runs `loopwatch hook opencode` for each tool call and compaction, with one JSON event on
-// stdin. A block throws from tool.execute.before: OpenCode returns the error to the model.
-// Any failure of the hook lets the call run (fail-open).
+// Runs `loopwatch hook opencode` for each tool call, failure and compaction, with one JSON
+// event on stdin: {event, input, output[, args][, error]}. It answers
+// {action: "allow" | "block" | "abort", message, warning}. A block throws from
+// tool.execute.before: OpenCode returns the error text to the model. Any failure of the hook
+// lets the call run (fail-open).
 import { spawn } from "node:child_process"
 
 const COMMAND = __COMMAND__
 const TIMEOUT_MS = __TIMEOUT__
-const BLOCKED = "loopwatch blocked this tool call"
+const MAX_REMEMBERED = 4096
 
 function runHook(event) {
   return new Promise((resolve) => {
+    let body
+    try {
+      body = JSON.stringify(event)
+    } catch {
+      resolve(null)
+      return
+    }
     let child
     try {
-      child = spawn(COMMAND[0], COMMAND.slice(1), { stdio: ["pipe", "pipe", "pipe"] })
+      child = spawn(COMMAND[0], COMMAND.slice(1), { stdio: ["pipe", "pipe", "ignore"] })
     } catch {
       resolve(null)
       return
     }
     let stdout = ""
-    let stderr = ""
     const timer = setTimeout(() => child.kill("SIGKILL"), TIMEOUT_MS)
     child.stdout.on("data", (chunk) => {
       stdout += chunk
-    })
-    child.stderr.on("data", (chunk) => {
-      stderr += chunk
     })
     child.on("error", () => {
       clearTimeout(timer)
@@ -65,89 +77,95 @@ function runHook(event) {
     })
     child.on("close", (code) => {
       clearTimeout(timer)
-      resolve({ code, stdout, stderr })
+      resolve(code === 0 ? parse(stdout) : null)
     })
     child.stdin.on("error", () => {})
-    child.stdin.end(JSON.stringify(event))
+    child.stdin.end(body)
   })
 }
 
 function parse(text) {
   try {
     const value = JSON.parse(text)
-    return value && typeof value === "object" ? value : {}
+    return value && typeof value === "object" ? value : null
   } catch {
-    return {}
+    return null
   }
 }
 
-function specificOf(out) {
-  const value = out.hookSpecificOutput
-  return value && typeof value === "object" ? value : {}
-}
-
-// The reason to block with, or null to let the call run.
-function blockReason(answer) {
-  if (!answer) return null
-  if (answer.code === 2) return answer.stderr.trim() || BLOCKED
-  if (answer.code !== 0) return null
-  const out = parse(answer.stdout)
-  const specific = specificOf(out)
-  if (out.decision === "block" || out.decision === "deny") return String(out.reason || BLOCKED)
-  if (specific.permissionDecision === "deny") {
-    return String(specific.permissionDecisionReason || BLOCKED)
-  }
-  if (out.continue === false) return String(out.stopReason || out.reason || BLOCKED)
-  return null
-}
-
-// Text for the model after the call, or null.
-function contextOf(answer) {
-  if (!answer || answer.code !== 0) return null
-  const out = parse(answer.stdout)
-  const specific = specificOf(out)
-  const text =
-    specific.additionalContext || out.additionalContext || out.reason || out.systemMessage
-  return typeof text === "string" && text ? text : null
+function remember(map, key, value) {
+  map.set(key, value)
+  if (map.size > MAX_REMEMBERED) map.delete(map.keys().next().value)
 }
 
 async function server(input) {
-  const cwd = input && typeof input.directory === "string" ? input.directory : undefined
+  const client = input && input.client
+  const argsByCall = new Map()
+  const settled = new Map()
+
+  async function abort(sessionID) {
+    try {
+      await client.session.abort({ path: { id: sessionID } })
+    } catch {}
+  }
+
+  function appendTo(output, text) {
+    if (!output || typeof text !== "string" || !text) return
+    const before = typeof output.output === "string" ? output.output : ""
+    output.output = before ? before + "\\n\\n" + text : text
+  }
+
+  async function after(hook, output, error) {
+    const event = { event: "tool.execute.after", input: hook, output: {} }
+    if (output) event.output = { title: output.title, output: output.output }
+    if (hook.args === undefined && argsByCall.has(hook.callID)) {
+      event.args = argsByCall.get(hook.callID)
+    }
+    if (error !== undefined) event.error = error
+    argsByCall.delete(hook.callID)
+    return await runHook(event)
+  }
+
   return {
     "tool.execute.before": async (hook, output) => {
-      const answer = await runHook({
-        hook_event_name: "tool.execute.before",
-        session_id: hook.sessionID,
-        tool_name: hook.tool,
-        tool_use_id: hook.callID,
-        tool_input: output ? output.args : undefined,
-        cwd,
-      })
-      const reason = blockReason(answer)
-      if (reason) throw new Error(reason)
-    },
-    "tool.execute.after": async (hook, output) => {
-      const answer = await runHook({
-        hook_event_name: "tool.execute.after",
-        session_id: hook.sessionID,
-        tool_name: hook.tool,
-        tool_use_id: hook.callID,
-        tool_input: hook.args,
-        tool_response: output ? { title: output.title, output: output.output } : undefined,
-        cwd,
-      })
-      const text = contextOf(answer)
-      if (text && output) {
-        const before = typeof output.output === "string" ? output.output : ""
-        output.output = before ? before + "\\n\\n" + text : text
+      const args = output ? output.args : undefined
+      remember(argsByCall, hook.callID, args)
+      const answer = await runHook({ event: "tool.execute.before", input: hook, output: { args } })
+      if (answer && answer.action === "block") {
+        remember(settled, hook.callID, true)
+        argsByCall.delete(hook.callID)
+        throw new Error(String(answer.message || "loopwatch blocked this tool call"))
       }
     },
+    "tool.execute.after": async (hook, output) => {
+      remember(settled, hook.callID, true)
+      const answer = await after(hook, output)
+      if (!answer) return
+      if (answer.action === "abort") {
+        appendTo(output, answer.message)
+        await abort(hook.sessionID)
+      }
+      appendTo(output, answer.warning)
+    },
     "experimental.session.compacting": async (hook) => {
-      await runHook({
-        hook_event_name: "experimental.session.compacting",
-        session_id: hook.sessionID,
-        cwd,
-      })
+      await runHook({ event: "experimental.session.compacting", input: hook, output: {} })
+    },
+    event: async ({ event }) => {
+      if (!event || typeof event !== "object") return
+      const props = event.properties || {}
+      if (event.type === "session.compacted" && props.sessionID) {
+        await runHook({ event: "session.compacted", input: { sessionID: props.sessionID } })
+        return
+      }
+      const part = props.part
+      if (event.type !== "message.part.updated" || !part || part.type !== "tool") return
+      const state = part.state || {}
+      if (state.status !== "error" || settled.has(part.callID)) return
+      remember(settled, part.callID, true)
+      const hook = { tool: part.tool, sessionID: part.sessionID, callID: part.callID }
+      if (state.input !== undefined) hook.args = state.input
+      const answer = await after(hook, undefined, String(state.error || "tool failed"))
+      if (answer && answer.action === "abort") await abort(part.sessionID)
     },
   }
 }

@@ -58,7 +58,8 @@ def _error(message: str) -> int:
 
 
 def _ready(text: str) -> None:
-    write(sys.stderr, safe_text(text) + "\n")
+    # One line per address: safe_text escapes control characters, newlines included.
+    write(sys.stderr, "".join(safe_text(line) + "\n" for line in text.splitlines()))
     sys.stderr.flush()
 
 

@@ -10,7 +10,10 @@ output)`` with ``output = {title, output, metadata}`` (the plugin may append to
 
 ``{"event": "tool.execute.before" | "tool.execute.after" |
 "experimental.session.compacting" | "session.compacted", "input": {...}, "output":
-{...}}`` — the hook's own two arguments; ``error`` beside them reports a failed tool.
+{...}}`` — the hook's own two arguments; ``error`` beside them reports a failed tool
+(OpenCode runs ``tool.execute.after`` for successful tools only: the plugin sees a failure
+as a ``message.part.updated`` event whose tool part is in ``state.status: "error"`` and
+forwards it as a ``tool.execute.after`` with ``error``).
 Releases whose ``tool.execute.after`` input has no ``args`` need the plugin to send the
 call's arguments (kept by ``callID`` from its ``before``) as ``args`` beside them: the
 outcome is matched to its call by the arguments' digest.
@@ -42,9 +45,9 @@ _KINDS: Final = {
 
 def parse(payload: dict[str, Any]) -> HookEvent:
     """The event the plugin forwarded (``ignore`` for events loopwatch skips)."""
-    name = text(payload, "event", "hook_event_name") or ""
+    name = text(payload, "event") or ""
     given = payload.get("input")
-    data: dict[str, Any] = given if isinstance(given, dict) else payload
+    data: dict[str, Any] = given if isinstance(given, dict) else {}
     output = payload.get("output")
     output = output if isinstance(output, dict) else {}
     params = data.get("args", payload.get("args", output.get("args")))
@@ -58,10 +61,10 @@ def parse(payload: dict[str, Any]) -> HookEvent:
     return HookEvent(
         kind=_KINDS.get(name, "ignore"),  # type: ignore[arg-type]
         name=name,
-        session=text(data, "sessionID", "session_id"),
+        session=text(data, "sessionID"),
         tool=text(data, "tool"),
         params=params,
-        call_id=text(data, "callID", "call_id"),
+        call_id=text(data, "callID"),
         result=result,
         error=error,
     )
