@@ -1,7 +1,7 @@
 """The transports of ``loopwatch serve``: a unix socket (JSON lines) and optional HTTP.
 
 Kept apart from :mod:`loopwatch.serve` so that the client there imports nothing of this.
-Both transports hand every request to one :class:`~loopwatch.serve.Dispatcher`; threads
+Both transports hand every request to one :class:`~loopwatch._serve_api.Dispatcher`; threads
 serve connections (``socketserver``), the dispatcher's single worker runs the guard.
 """
 

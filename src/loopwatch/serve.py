@@ -17,9 +17,10 @@ timeout, a bad request gets a JSON error and never stops the server, and every g
 operation runs on one worker thread (the stores need not be thread-safe; parallel clients
 are serialised in arrival order, so no record is lost).
 
-Layout: this module holds the constants, the paths and the client; the API
-(:class:`Dispatcher`, in ``_serve_api``) and the transports (``_serve_server``) load on
-first use. The client (:func:`request`, :func:`try_hook`) imports only ``_socket``, ``json``
+Layout: this module holds the constants, the paths and the client (a leaf: it imports
+nothing of loopwatch); the API (``Dispatcher``, in ``_serve_api``) and the transports
+(``_serve_server.run``) build on it and are imported by ``loopwatch serve`` only.
+The client (:func:`request`, :func:`try_hook`) imports only ``_socket``, ``json``
 and ``os``: a hook process can ask a running server without loading the detectors (this
 file even loads on its own, by path, without ``loopwatch/__init__``).
 """
@@ -29,22 +30,8 @@ from __future__ import annotations
 import _socket  # the C module: ``socket`` would import enum and selectors on each hook call
 import json
 import os
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Final
-
-if TYPE_CHECKING:
-    from loopwatch._serve_api import (
-        Dispatcher,
-        decision_json,
-        encode_reply,
-        error_reply,
-        record_json,
-    )
-    from loopwatch.guard import LoopGuard
-
-#: The server-side names, imported from ``loopwatch._serve_api`` on first use (lazy, so that
-#: the client never loads the guard).
-_API_NAMES: Final = ("Dispatcher", "decision_json", "encode_reply", "error_reply", "record_json")
+from collections.abc import Mapping
+from typing import Any, Final
 
 # --- constants ----------------------------------------------------------------------------
 
@@ -259,42 +246,6 @@ def try_hook(
     return stdout, exit_code, stderr
 
 
-# --- server: transports ---------------------------------------------------------------------
-
-
-def run(
-    guard_factory: Callable[[], LoopGuard],
-    *,
-    socket_path: str | None = None,
-    http_port: int | None = None,
-    token_path: str | None = None,
-    on_ready: Callable[[str], None] | None = None,
-    options: Mapping[str, str | None] | None = None,
-) -> int:
-    """Serve until SIGTERM or SIGINT, then shut down cleanly (see ``_serve_server.run``).
-
-    The transports live in their own module so that the client half stays import-light.
-    """
-    from loopwatch._serve_server import run as run_server
-
-    return run_server(
-        guard_factory,
-        socket_path=os.path.abspath(socket_path or default_socket_path()),
-        http_port=http_port,
-        token_path=token_path or default_token_path(),
-        on_ready=on_ready,
-        options=options,
-    )
-
-
-def __getattr__(name: str) -> Any:
-    if name in _API_NAMES:
-        from loopwatch import _serve_api
-
-        return getattr(_serve_api, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 __all__ = [
     "CLIENT_TIMEOUT_S",
     "CONNECTION_TIMEOUT_S",
@@ -302,17 +253,11 @@ __all__ = [
     "OPS",
     "SOCKET_ENV",
     "TOKEN_HEADER",
-    "Dispatcher",
     "ServeError",
-    "decision_json",
     "default_socket_path",
     "default_token_path",
-    "encode_reply",
-    "error_reply",
     "hook_options",
-    "record_json",
     "request",
-    "run",
     "state_dir",
     "try_hook",
 ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 from typing import Any, Final
 
@@ -65,7 +66,7 @@ def _ready(text: str) -> None:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """Run the server until a signal; 2 when it cannot start."""
-    from loopwatch import serve
+    from loopwatch import _serve_server, serve
 
     if args.http is not None and not 0 <= args.http <= 65535:
         return _error(MSG_BAD_PORT)
@@ -82,10 +83,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         )
 
     try:
-        return serve.run(
+        return _serve_server.run(
             factory,
-            socket_path=args.socket,
+            socket_path=os.path.abspath(args.socket or serve.default_socket_path()),
             http_port=args.http,
+            token_path=serve.default_token_path(),
             on_ready=_ready,
             options=serve.hook_options(args.store, args.config, args.profile),
         )
