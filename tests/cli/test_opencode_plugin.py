@@ -113,9 +113,15 @@ def test_the_plugin_and_the_real_hook_agree(
         i for i, s in enumerate(steps) if s.get("output", "").startswith("FAILED test_login\n\n")
     ]
     blocked = [i for i, s in enumerate(steps) if "blocked" in s]
-    assert warned and blocked, steps
-    assert warned[0] < blocked[0]
-    assert "make test" not in steps[warned[0]]["output"].split("\n\n", 1)[1]
+    assert blocked, steps
+    # The default (adaptive) profile blocks the third identical call with no warning before
+    # it (issue 15); a warning that does come is appended after the output, before the block
+    # (the warning path itself: tests/hooks/test_hook_fail_open.py).
+    assert steps[: blocked[0]] == [{"output": "FAILED test_login"}] * blocked[0] or (
+        warned and warned[0] < blocked[0]
+    )
+    for index in warned:
+        assert "make test" not in steps[index]["output"].split("\n\n", 1)[1]
     # The plugin throws: the message is loopwatch's, not a generic one.
     assert steps[blocked[0]]["blocked"] != "loopwatch blocked this tool call"
     assert steps[blocked[0]]["blocked"].startswith("CRITICAL: Blocked call")

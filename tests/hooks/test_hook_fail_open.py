@@ -131,10 +131,20 @@ def test_a_config_file_sets_thresholds_and_profile(hooks: HookRunner, tmp_path: 
     )
 
 
-def test_status_shows_what_the_guard_saw(hooks: HookRunner) -> None:
+WARN_AT_THIRD_CONFIG = (
+    "{loopwatch: {profile: 'adaptive', adaptive: {identicalStreak: {warn: 3, block: 4}}}}"
+)
+
+
+def test_status_shows_what_the_guard_saw(hooks: HookRunner, tmp_path: Path) -> None:
+    # Thresholds that warn at the third identical call (the default blocks it, issue 15).
+    config = tmp_path / "warn-at-3.json5"
+    config.write_text(WARN_AT_THIRD_CONFIG)
     for index in range(3):
-        hooks.process("codex", payload("codex", "pre", session="S", call=f"c{index}"))
-        hooks.process("codex", payload("codex", "post", session="S", call=f"c{index}"))
+        pre = payload("codex", "pre", session="S", call=f"c{index}")
+        hooks.process("codex", pre, "--config", str(config))
+        post = payload("codex", "post", session="S", call=f"c{index}")
+        hooks.process("codex", post, "--config", str(config))
     listing = hooks.process("status", "")
     assert listing.returncode == 0
     assert "codex:S  3 records" in listing.stdout
@@ -218,7 +228,12 @@ def test_run_hook_answers_any_text(agent: str, text: str) -> None:
 
 def test_a_warning_waits_for_its_own_call_in_memory() -> None:
     # In one process (loopwatch serve, tests): notes live in memory beside the store.
-    guard = LoopGuard({"enabled": True}, store=MemoryStore(), profile="adaptive")
+    guard = LoopGuard(
+        {"enabled": True},
+        store=MemoryStore(),
+        profile="adaptive",
+        adaptive={"identicalStreak": {"warn": 3, "block": 4}},
+    )
     told = []
     for index in range(3):
         run_hook("claude-code", payload("claude-code", "pre", session="M", call=f"c{index}"), guard)

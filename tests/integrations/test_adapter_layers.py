@@ -290,8 +290,20 @@ def test_a_blocked_turn_is_one_strike_under_recover() -> None:
         )
 
 
+class _NoBatch:
+    """A guard of an older loopwatch: no ``before_batch``."""
+
+    def __init__(self, guard: LoopGuard) -> None:
+        self._guard = guard
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("before_batch", "abefore_batch"):
+            raise AttributeError(name)
+        return getattr(self._guard, name)
+
+
 def test_without_before_batch_each_call_is_decided_alone() -> None:
-    guard = LoopGuard(CONFIG)
+    guard: Any = _NoBatch(LoopGuard(CONFIG))
     admissions = Admissions()
     assert not admissions.admit(guard, _turn(guard, 5))
     runs = Runs()
