@@ -12,7 +12,7 @@ per-round ratios over many rounds. Times are the CPU time of the benchmark threa
 (``time.thread_time_ns``), so time slices lost to other processes do not count; absolute
 times are printed for orientation only.
 
-When loopwatch has the orjson fast path (``loopwatch._fastjson``), each table is measured
+When loopwatch has the orjson fast path (``loopwatch.core._fastjson``), each table is measured
 with fingerprinting forced onto the pure-Python path (``pure``) and with the fast path
 (``fast``), interleaved in the same rounds, so before/after is itself a ratio. With
 ``--baseline DIR`` (the ``src`` folder of another checkout), that code is measured too, as
@@ -65,7 +65,7 @@ except ImportError:  # pragma: no cover - the floor needs it
 
 import loopwatch
 from loopwatch import UNDEFINED, LoopGuard
-from loopwatch import fingerprint as _fingerprint
+from loopwatch.core import fingerprint as _fingerprint
 
 with contextlib.suppress(ImportError):  # figure 5 replays with them when the library has them
     import loopwatch.replay
@@ -1017,7 +1017,7 @@ def machine() -> list[str]:
             if line.startswith("model name"):
                 cpu = line.split(":", 1)[1].strip()
                 break
-    has_fast = importlib.util.find_spec("loopwatch._fastjson") is not None
+    has_fast = importlib.util.find_spec("loopwatch.core._fastjson") is not None
     return [
         f"- CPU: {cpu}; nproc: {os.cpu_count()}; {platform.platform()}",
         f"- Python: {sys.version.replace(chr(10), ' ')}",

@@ -30,8 +30,8 @@ import run  # the benchmark suite beside this file
 
 import loopwatch.guard.loopguard as guard_module
 from loopwatch import LoopGuard
-from loopwatch.fingerprint import hash_tool_call
-from loopwatch.outcomes import OutcomeHash, hash_tool_outcome
+from loopwatch.core.fingerprint import hash_tool_call
+from loopwatch.core.outcomes import OutcomeHash, hash_tool_outcome
 
 
 def main() -> int:

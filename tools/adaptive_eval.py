@@ -8,11 +8,11 @@ Usage::
                                                        # config with one) instead of defaults
 
 The driver plays a host's part in the simplest way: per run, calls in order; before each call
-it asks :func:`loopwatch.adaptive.evaluate_adaptive` about it with the records of the earlier
-calls, then builds the call's record from its recorded params/result/error and appends it. The
-first warning and the first block of each run are reported (0-based call indices, the JSONL
-line number minus one). Everything after the first block is counterfactual (the agent would
-have seen the block message), so the replay of a run stops there.
+it asks :func:`loopwatch.detectors.adaptive.evaluate_adaptive` about it with the records of
+the earlier calls, then builds the call's record from its recorded params/result/error and
+appends it. The first warning and the first block of each run are reported (0-based call
+indices, the JSONL line number minus one). Everything after the first block is
+counterfactual (the agent would have seen the block message), so the replay of a run stops there.
 
 The reference profile (SPEC §4, defaults with ``enabled: true``) is replayed on the same runs
 through the real ``LoopGuard`` (``loopwatch.replay``), for comparison; the full adaptive
@@ -35,15 +35,15 @@ from typing import Any
 
 import json5
 
-from loopwatch.adaptive import (
+from loopwatch.core.fingerprint import hash_tool_call
+from loopwatch.core.naming import normalize_tool_name
+from loopwatch.detectors.adaptive import (
     AdaptiveConfig,
     AdaptiveRecord,
     AdaptiveVerdict,
     build_adaptive_record,
     evaluate_adaptive,
 )
-from loopwatch.core.naming import normalize_tool_name
-from loopwatch.fingerprint import hash_tool_call
 from loopwatch.replay import ReplaySettings, replay_run
 from loopwatch.transcripts import Run, read_transcript
 

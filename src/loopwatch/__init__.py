@@ -26,6 +26,8 @@ if TYPE_CHECKING:
         resolve_config,
     )
     from loopwatch.core._undefined import UNDEFINED
+    from loopwatch.core.fingerprint import hash_tool_call, stable_stringify
+    from loopwatch.core.outcomes import OutcomeHash, hash_tool_outcome
     from loopwatch.core.records import (
         SessionState,
         ToolCallRecord,
@@ -49,9 +51,7 @@ if TYPE_CHECKING:
         ToolExecutionBlockedEvent,
         ToolLoopEvent,
     )
-    from loopwatch.fingerprint import hash_tool_call, stable_stringify
     from loopwatch.guard import Decision, LoopGuard
-    from loopwatch.outcomes import OutcomeHash, hash_tool_outcome
     from loopwatch.stores import MemoryStore, Store, StoreError
     from loopwatch.stores.redis import RedisStore
     from loopwatch.stores.url import store_from_url
@@ -83,7 +83,7 @@ _LAZY: dict[str, str] = {
     "LoopVerdict": "loopwatch.detectors.reference",
     "LoopwatchError": "loopwatch.errors",
     "MemoryStore": "loopwatch.stores",
-    "OutcomeHash": "loopwatch.outcomes",
+    "OutcomeHash": "loopwatch.core.outcomes",
     "PostCompactionGuard": "loopwatch.detectors.compaction",
     "PostCompactionGuardConfig": "loopwatch.config",
     "PostCompactionLoopPersistedError": "loopwatch.detectors.compaction",
@@ -100,13 +100,13 @@ _LAZY: dict[str, str] = {
     "UNDEFINED": "loopwatch.core._undefined",
     "UnknownToolStreamGuard": "loopwatch.detectors.streamguard",
     "detect_tool_call_loop": "loopwatch.detectors.reference",
-    "hash_tool_call": "loopwatch.fingerprint",
-    "hash_tool_outcome": "loopwatch.outcomes",
+    "hash_tool_call": "loopwatch.core.fingerprint",
+    "hash_tool_outcome": "loopwatch.core.outcomes",
     "merge_agent_config": "loopwatch.config",
     "record_tool_call": "loopwatch.core.records",
     "record_tool_call_outcome": "loopwatch.core.records",
     "resolve_config": "loopwatch.config",
-    "stable_stringify": "loopwatch.fingerprint",
+    "stable_stringify": "loopwatch.core.fingerprint",
     "store_from_url": "loopwatch.stores",
 }
 

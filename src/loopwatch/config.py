@@ -899,7 +899,7 @@ def _adaptive_issues(value: object, path: str) -> tuple[ConfigIssue, ...]:
     # Imported here, only for a file that has a loopwatch.adaptive block: the reference
     # profile never loads the adaptive package (its settings import no config, so there is
     # no cycle either way).
-    from loopwatch.adaptive.settings import AdaptiveConfig
+    from loopwatch.detectors.adaptive.settings import AdaptiveConfig
 
     try:
         AdaptiveConfig.from_mapping(value, path=path)

@@ -32,12 +32,12 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final, Literal
 
-from loopwatch.adaptive import AdaptiveConfig
 from loopwatch.config import Profile
 from loopwatch.core._undefined import UNDEFINED
+from loopwatch.core.fingerprint import hash_tool_call
 from loopwatch.core.naming import normalize_tool_name
+from loopwatch.detectors.adaptive import AdaptiveConfig
 from loopwatch.detectors.compaction import PostCompactionLoopPersistedError
-from loopwatch.fingerprint import hash_tool_call
 from loopwatch.guard import Decision, LoopGuard
 from loopwatch.transcripts.model import Compaction, ReplayCall, Run
 

@@ -36,7 +36,7 @@ from loopwatch.config import (
 )
 
 if TYPE_CHECKING:
-    from loopwatch.adaptive import AdaptiveConfig
+    from loopwatch.detectors.adaptive import AdaptiveConfig
 
 _MAX_CACHED_AGENTS: Final = 1024
 
@@ -160,7 +160,7 @@ class GuardSettings:
 def _adaptive_settings(
     adaptive: AdaptiveConfig | Mapping[str, Any] | None, whole: Mapping[str, Any] | None
 ) -> AdaptiveConfig:
-    from loopwatch.adaptive import AdaptiveConfig
+    from loopwatch.detectors.adaptive import AdaptiveConfig
 
     if isinstance(adaptive, AdaptiveConfig):
         return adaptive

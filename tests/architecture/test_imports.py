@@ -151,7 +151,7 @@ def test_the_graph_sees_lazy_imports_but_not_annotations() -> None:
     graph = import_graph()
     # profiles imports the adaptive module lazily: an edge. The errors module names its
     # types under TYPE_CHECKING: no edge.
-    assert "loopwatch.adaptive" in graph["loopwatch.detectors.profiles"]
+    assert "loopwatch.detectors.adaptive" in graph["loopwatch.detectors.profiles"]
     assert graph["loopwatch.errors"] == set()
 
 
@@ -161,7 +161,7 @@ def test_import_loopwatch_loads_neither_adaptive_nor_asyncio() -> None:
         "g = loopwatch.LoopGuard({'enabled': True}); "
         "g.before_call('read', {}, session_key='s'); "
         "g.after_call('read', {}, session_key='s', result='x'); "
-        "print('loopwatch.adaptive' in sys.modules, 'asyncio' in sys.modules)"
+        "print('loopwatch.detectors.adaptive' in sys.modules, 'asyncio' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
@@ -170,7 +170,7 @@ def test_import_loopwatch_loads_neither_adaptive_nor_asyncio() -> None:
 def test_the_adaptive_profile_loads_its_module_when_chosen() -> None:
     code = (
         "import sys, loopwatch; loopwatch.LoopGuard(profile='adaptive'); "
-        "print('loopwatch.adaptive' in sys.modules)"
+        "print('loopwatch.detectors.adaptive' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "True"

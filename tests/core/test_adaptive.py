@@ -18,7 +18,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loopwatch import ConfigError, ConfigIssue
-from loopwatch.adaptive import (
+from loopwatch.core._undefined import UNDEFINED
+from loopwatch.core.fingerprint import hash_tool_call
+from loopwatch.core.naming import normalize_tool_name
+from loopwatch.detectors.adaptive import (
     CYCLE,
     DEFAULT_ADAPTIVE_CONFIG,
     IDENTICAL_STREAK,
@@ -48,10 +51,7 @@ from loopwatch.adaptive import (
     shell_command_is_read_only,
     shell_command_mutates,
 )
-from loopwatch.adaptive.detectors import RESETS_REPEATED_FAILURE
-from loopwatch.core._undefined import UNDEFINED
-from loopwatch.core.naming import normalize_tool_name
-from loopwatch.fingerprint import hash_tool_call
+from loopwatch.detectors.adaptive.detectors import RESETS_REPEATED_FAILURE
 
 # --- helpers ---------------------------------------------------------------------------------
 
@@ -881,10 +881,16 @@ def test_every_issue_is_reported_at_once_with_its_path() -> None:
         ConfigIssue("loopwatch.adaptive.identicalStreak", "expected an object"),
         ConfigIssue("loopwatch.adaptive.profile", "unknown key"),
         ConfigIssue("loopwatch.adaptive.window", "expected an integer > 0"),
-        ConfigIssue("loopwatch.adaptive.repeatedFailure.block", "must not be lower than warn (3)"),
+        ConfigIssue(
+            "loopwatch.adaptive.repeatedFailure.block", "must not be lower than warn (3)"
+        ),
         ConfigIssue("loopwatch.adaptive.sameError.block", "expected an integer > 0"),
-        ConfigIssue("loopwatch.adaptive.cycle.maxPeriod", "must not be lower than minPeriod (4)"),
-        ConfigIssue("loopwatch.adaptive.cycle.blockLaps", "must be greater than warnLaps (3)"),
+        ConfigIssue(
+            "loopwatch.adaptive.cycle.maxPeriod", "must not be lower than minPeriod (4)"
+        ),
+        ConfigIssue(
+            "loopwatch.adaptive.cycle.blockLaps", "must be greater than warnLaps (3)"
+        ),
         ConfigIssue("loopwatch.adaptive.thinkingTools[1]", "expected a string"),
         ConfigIssue("loopwatch.adaptive.thinkingTools[2]", "expected a non-blank string"),
         ConfigIssue("loopwatch.adaptive.shellTools", "expected a list"),
@@ -894,23 +900,35 @@ def test_every_issue_is_reported_at_once_with_its_path() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "issue"),
     [
-        ({"window": 1}, ConfigIssue("loopwatch.adaptive.window", "expected an integer >= 2")),
+        (
+            {"window": 1},
+            ConfigIssue("loopwatch.adaptive.window", "expected an integer >= 2"),
+        ),
         (
             {"window": 10**6},
             ConfigIssue("loopwatch.adaptive.window", "expected an integer <= 10000"),
         ),
-        ({"window": True}, ConfigIssue("loopwatch.adaptive.window", "expected an integer > 0")),
+        (
+            {"window": True},
+            ConfigIssue("loopwatch.adaptive.window", "expected an integer > 0"),
+        ),
         (
             {"repeated_failure": DetectorThresholds(warn=1, block=3)},
-            ConfigIssue("loopwatch.adaptive.repeatedFailure.warn", "expected an integer >= 2"),
+            ConfigIssue(
+                "loopwatch.adaptive.repeatedFailure.warn", "expected an integer >= 2"
+            ),
         ),
         (
             {"identical_streak": DetectorThresholds(enabled="yes", warn=3, block=4)},  # type: ignore[arg-type]
-            ConfigIssue("loopwatch.adaptive.identicalStreak.enabled", "expected a boolean"),
+            ConfigIssue(
+                "loopwatch.adaptive.identicalStreak.enabled", "expected a boolean"
+            ),
         ),
         (
             {"cycle": CycleSettings(max_period=11)},
-            ConfigIssue("loopwatch.adaptive.cycle.maxPeriod", "expected an integer <= 10"),
+            ConfigIssue(
+                "loopwatch.adaptive.cycle.maxPeriod", "expected an integer <= 10"
+            ),
         ),
         (
             {"same_error": "strict"},

@@ -20,7 +20,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loopwatch import ConfigError
-from loopwatch.adaptive import (
+from loopwatch.core._undefined import UNDEFINED
+from loopwatch.core.fingerprint import hash_tool_call
+from loopwatch.core.outcomes import hash_tool_outcome
+from loopwatch.detectors.adaptive import (
     ADAPTIVE_DETECTORS,
     ARGUMENT_CHURN,
     DEFAULT_ADAPTIVE_CONFIG,
@@ -54,9 +57,6 @@ from loopwatch.adaptive import (
     record_from_history,
     shell_command_is_read_only,
 )
-from loopwatch.core._undefined import UNDEFINED
-from loopwatch.fingerprint import hash_tool_call
-from loopwatch.outcomes import hash_tool_outcome
 
 # --- helpers ---------------------------------------------------------------------------------
 
@@ -728,7 +728,9 @@ def test_settings_is_a_leaf_config_can_import_without_a_cycle() -> None:
     import ast
     import subprocess
 
-    path = pathlib.Path(__file__).resolve().parents[2] / "src/loopwatch/adaptive/settings.py"
+    path = (
+        pathlib.Path(__file__).resolve().parents[2] / "src/loopwatch/detectors/adaptive/settings.py"
+    )
     imported = {
         node.module
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
@@ -740,10 +742,14 @@ def test_settings_is_a_leaf_config_can_import_without_a_cycle() -> None:
         "loopwatch.core.naming",
         "loopwatch.core.jsstr",
         "loopwatch.core._undefined",
-        "loopwatch.adaptive.progress",  # constants and stdlib only at run time
+        "loopwatch.detectors.adaptive.progress",  # constants and stdlib only at run time
     }
     assert imported <= allowed
-    for module in ("loopwatch.config", "loopwatch.adaptive.settings", "loopwatch.adaptive"):
+    for module in (
+        "loopwatch.config",
+        "loopwatch.detectors.adaptive.settings",
+        "loopwatch.detectors.adaptive",
+    ):
         done = subprocess.run([sys.executable, "-c", f"import {module}"], check=False)
         assert done.returncode == 0, module
 

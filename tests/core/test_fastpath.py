@@ -26,9 +26,9 @@ import test_fingerprint as tables  # the hand-written tables, beside this file
 from hypothesis import currently_in_test_context, event, given, settings
 from hypothesis import strategies as st
 
-from loopwatch import UNDEFINED, LoopGuard, _fastjson, fingerprint
-from loopwatch.core.jsstr import WS_CHARS, js_trim
-from loopwatch.fingerprint import (
+from loopwatch import UNDEFINED, LoopGuard
+from loopwatch.core import _fastjson, fingerprint
+from loopwatch.core.fingerprint import (
     TRIM_SCAN,
     digest,
     digest_details_and_text,
@@ -37,7 +37,8 @@ from loopwatch.fingerprint import (
     stable_stringify,
     stable_stringify_pure,
 )
-from loopwatch.outcomes import hash_tool_outcome
+from loopwatch.core.jsstr import WS_CHARS, js_trim
+from loopwatch.core.outcomes import hash_tool_outcome
 
 orjson = pytest.importorskip("orjson")
 

@@ -29,9 +29,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from example_values import decode_value
-from loopwatch import fingerprint
+from loopwatch.core import fingerprint
 from loopwatch.core._undefined import UNDEFINED
-from loopwatch.fingerprint import (
+from loopwatch.core.fingerprint import (
     MAX_DEPTH,
     digest,
     format_js_number,

@@ -34,11 +34,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from loopwatch import UNDEFINED, LoopGuard, MemoryStore, resolve_config
+from loopwatch.core.fingerprint import hash_tool_call
+from loopwatch.core.outcomes import OutcomeHash
 from loopwatch.core.records import ToolCallRecord
 from loopwatch.detectors.compaction import GuardSnapshot, GuardVerdict
 from loopwatch.detectors.reference import RunHistory, ScannedRun, evaluate
-from loopwatch.fingerprint import hash_tool_call
-from loopwatch.outcomes import OutcomeHash
 from loopwatch.stores.base import GuardSpec, OutcomeWrite, Store
 from loopwatch.stores.memory import _history
 from loopwatch.stores.memory._history import call_key, result_key

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from loopwatch.core._undefined import UNDEFINED
+from loopwatch.core.fingerprint import hash_tool_call, stable_stringify
 from loopwatch.core.normalizers import KNOWN_NORMALIZERS, reduce_update_plan, validate_normalizers
-from loopwatch.fingerprint import hash_tool_call, stable_stringify
 
 
 def sha(text: str) -> str:

@@ -22,7 +22,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from loopwatch import UNDEFINED, OutcomeHash, hash_tool_outcome
-from loopwatch.outcomes import error_text, extract_unknown_tool_name, strip_send_ids
+from loopwatch.core.outcomes import error_text, extract_unknown_tool_name, strip_send_ids
 
 #: JavaScript's whitespace set (SPEC §3.0), spelled out independently of ``loopwatch.core.jsstr``.
 JS_WS = (

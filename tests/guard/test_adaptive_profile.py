@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from loopwatch import UNDEFINED, ConfigError, LoopDetectionConfig, LoopEvent, LoopGuard
-from loopwatch.adaptive import AdaptiveConfig
+from loopwatch.detectors.adaptive import AdaptiveConfig
 from loopwatch.messages import MSG_REPEATED_FAILURE_CRITICAL, MSG_REPEATED_FAILURE_WARNING
 from loopwatch.replay import ReplaySettings, replay_run
 from loopwatch.transcripts import read_transcript

@@ -1,6 +1,6 @@
 """The pure-Python stable stringify as it was before shared containers were memoised.
 
-A frozen copy of ``loopwatch/fingerprint.py`` at commit 5f56b93 (the walk only; the fast
+A frozen copy of ``loopwatch/core/fingerprint.py`` at commit 5f56b93 (the walk only; the fast
 path and hashing helpers are left out), kept as the oracle of the byte-identity property
 tests in ``test_hostile_values.py``: the memoised walk must write exactly what this one
 writes, on values small enough for its exponential re-expansion.
@@ -22,7 +22,7 @@ from json.encoder import encode_basestring
 from pathlib import PurePath
 from typing import Any, Final
 
-from loopwatch import _fastjson
+from loopwatch.core import _fastjson
 from loopwatch.core._undefined import UNDEFINED
 from loopwatch.core.jsstr import utf16_key
 

@@ -20,9 +20,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loopwatch import LoopGuard
-from loopwatch import fingerprint as fp
-from loopwatch.fingerprint import digest, hash_tool_call, stable_stringify, stable_stringify_pure
-from loopwatch.outcomes import hash_tool_outcome, strip_send_ids
+from loopwatch.core import fingerprint as fp
+from loopwatch.core.fingerprint import (
+    digest,
+    hash_tool_call,
+    stable_stringify,
+    stable_stringify_pure,
+)
+from loopwatch.core.outcomes import hash_tool_outcome, strip_send_ids
 
 LEAVES = (
     st.none()

@@ -14,9 +14,9 @@ import pytest
 from _redis_helpers import StoreFactory
 
 from loopwatch import LoopGuard, MemoryStore
+from loopwatch.core.outcomes import OutcomeHash
 from loopwatch.core.records import ToolCallRecord
 from loopwatch.detectors.compaction import GuardSnapshot, GuardVerdict, PostCompactionGuard
-from loopwatch.outcomes import OutcomeHash
 from loopwatch.stores.base import GuardSpec, OutcomeWrite, Store
 from loopwatch.stores.memory.store import MAX_WARNING_KEYS
 

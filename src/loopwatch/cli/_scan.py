@@ -13,7 +13,6 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, cast
 
-from loopwatch.adaptive import AdaptiveConfig
 from loopwatch.config import (
     Profile,
     ResolvedConfig,
@@ -21,6 +20,7 @@ from loopwatch.config import (
     merge_agent_config,
 )
 from loopwatch.core._undefined import UNDEFINED
+from loopwatch.detectors.adaptive import AdaptiveConfig
 from loopwatch.replay import DEFAULT_SCAN_BLOCK, ReplaySettings, RunReplay, replay_run
 from loopwatch.transcripts import (
     Compaction,

@@ -19,7 +19,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from loopwatch.adaptive import AdaptiveConfig
 from loopwatch.config import (
     ConfigError,
     LoopDetectionConfig,
@@ -27,6 +26,7 @@ from loopwatch.config import (
     ResolvedConfig,
     resolve_config,
 )
+from loopwatch.detectors.adaptive import AdaptiveConfig
 from loopwatch.replay import ReplaySettings, replay_run
 from loopwatch.transcripts import Run
 

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 
 from loopwatch.config import resolve_config
 from loopwatch.core._undefined import UNDEFINED
+from loopwatch.core.fingerprint import hash_tool_call
 from loopwatch.core.naming import normalize_run_id
-from loopwatch.fingerprint import hash_tool_call
-from loopwatch.outcomes import OutcomeHash, hash_tool_outcome
+from loopwatch.core.outcomes import OutcomeHash, hash_tool_outcome
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +32,7 @@ class ToolCallRecord:
     unknown_tool_name: str | None = None
     timestamp: int = 0
     #: What the adaptive profile knows of the outcome (digests and flags, see
-    #: :mod:`loopwatch.adaptive`); always ``None`` in the reference profile.
+    #: :mod:`loopwatch.detectors.adaptive`); always ``None`` in the reference profile.
     adaptive_facts: str | None = None
 
 

@@ -12,11 +12,12 @@ its profile three things and knows nothing else about detection:
 * **a warning bucket** — :meth:`DetectorProfile.warning_bucket`: a warning is emitted when its
   bucket grows (SPEC §5.3).
 
-``reference`` (SPEC §4, OpenClaw's detectors) and ``adaptive`` (the reference detectors plus
-:mod:`loopwatch.adaptive`) are the built-in profiles, listed in :data:`PROFILES`. A user adds
-a detector of their own without writing a profile: any object with a ``name`` and the
-:class:`Detector` call signature, passed as ``LoopGuard(detectors=[...])``, runs after the
-profile's detectors (see ``docs/architecture.md`` for a worked per-tool call cap).
+``reference`` (SPEC §4, OpenClaw's detectors) and ``adaptive`` (the reference detectors
+plus :mod:`loopwatch.detectors.adaptive`) are the built-in profiles, listed in
+:data:`PROFILES`. A user adds a detector of their own without writing a profile: any
+object with a ``name`` and the :class:`Detector` call signature, passed as
+``LoopGuard(detectors=[...])``, runs after the profile's detectors (see
+``docs/architecture.md`` for a worked per-tool call cap).
 """
 
 from __future__ import annotations
@@ -40,9 +41,9 @@ from loopwatch.detectors.reference import (
 )
 
 if TYPE_CHECKING:
-    from loopwatch.adaptive import AdaptiveConfig
     from loopwatch.config import ResolvedConfig
-    from loopwatch.outcomes import OutcomeHash
+    from loopwatch.core.outcomes import OutcomeHash
+    from loopwatch.detectors.adaptive import AdaptiveConfig
 
 detection_logger = logging.getLogger("loopwatch.detection")
 
@@ -172,7 +173,7 @@ REFERENCE_PROFILE: Final = DetectorProfile()
 
 
 class AdaptiveProfile(DetectorProfile):
-    """The reference detectors plus the adaptive ones (:mod:`loopwatch.adaptive`).
+    """The reference detectors plus the adaptive ones (:mod:`loopwatch.detectors.adaptive`).
 
     The adaptive module is imported when this profile is built, never by ``import
     loopwatch``: the reference profile never pays for its regexes.
@@ -188,7 +189,7 @@ class AdaptiveProfile(DetectorProfile):
         send_tools: Collection[str] = (),
         normalizers: Collection[str] = (),
     ) -> None:
-        from loopwatch import adaptive
+        from loopwatch.detectors import adaptive
 
         self._adaptive = adaptive
         self.config: AdaptiveConfig = config if config is not None else adaptive.AdaptiveConfig()

@@ -15,11 +15,11 @@ from typing import Final, Literal, Protocol
 
 from loopwatch import messages
 from loopwatch.config import ResolvedConfig, resolve_config
+from loopwatch.core.fingerprint import hash_tool_call
 from loopwatch.core.jsstr import utf16_key
 from loopwatch.core.naming import normalize_run_id
 from loopwatch.core.normalizers import validate_normalizers
 from loopwatch.core.records import SessionState, ToolCallRecord
-from loopwatch.fingerprint import hash_tool_call
 
 logger = logging.getLogger("loopwatch.detection")
 

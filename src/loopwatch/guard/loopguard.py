@@ -27,9 +27,11 @@ from loopwatch.config import (
     ResolvedConfig,
 )
 from loopwatch.core._undefined import UNDEFINED
+from loopwatch.core.fingerprint import hash_tool_call
 from loopwatch.core.jsstr import is_blank
 from loopwatch.core.naming import normalize_run_id, normalize_tool_call_id, normalize_tool_name
 from loopwatch.core.normalizers import validate_normalizers
+from loopwatch.core.outcomes import hash_tool_outcome
 from loopwatch.core.records import ToolCallRecord
 from loopwatch.detectors.compaction import GuardSnapshot, GuardVerdict, log_abort, log_armed
 from loopwatch.detectors.profiles import (
@@ -52,7 +54,6 @@ from loopwatch.events import (
     ToolLoopEvent,
     params_summary,
 )
-from loopwatch.fingerprint import hash_tool_call
 from loopwatch.guard._memo import ArgsMemos, BoundedMap, ToolNames
 from loopwatch.guard._ops import (
     ArmGuard,
@@ -73,13 +74,12 @@ from loopwatch.guard._policy import (
     error_text,
     strict_from_env,
 )
-from loopwatch.outcomes import hash_tool_outcome
 from loopwatch.settings import GuardSettings
 from loopwatch.stores.base import GuardSpec, OutcomeWrite, Store
 from loopwatch.stores.memory.store import MemoryStore
 
 if TYPE_CHECKING:
-    from loopwatch.adaptive import AdaptiveConfig
+    from loopwatch.detectors.adaptive import AdaptiveConfig
 
 tools_logger = logging.getLogger("loopwatch.tools")
 diagnostics_logger = logging.getLogger("loopwatch.diagnostics")

@@ -163,7 +163,7 @@ def _session_key(agent: str, event: HookEvent) -> str | None:
 def _warning_key(event: HookEvent) -> str:
     if event.call_id:
         return WARNING_NOTE + event.call_id
-    from loopwatch.fingerprint import hash_tool_call
+    from loopwatch.core.fingerprint import hash_tool_call
 
     return WARNING_NOTE + hash_tool_call(event.tool or "", event.params)
 

@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 from loopwatch.core._undefined import UNDEFINED
 from loopwatch.core.jsstr import js_trim
+from loopwatch.core.outcomes import hash_tool_outcome
 from loopwatch.detectors.reference import LoopVerdict
 from loopwatch.messages import UNKNOWN_TOOL_ERROR, WARNING_SEPARATOR
-from loopwatch.outcomes import hash_tool_outcome
 
 if TYPE_CHECKING:
     from loopwatch.core.records import ToolCallRecord

@@ -16,10 +16,10 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Final, NamedTuple
 
+from loopwatch.core.outcomes import OutcomeHash
 from loopwatch.core.records import ToolCallRecord
 from loopwatch.detectors.compaction import GuardSnapshot, GuardVerdict
 from loopwatch.errors import StoreError
-from loopwatch.outcomes import OutcomeHash
 
 #: How many runs of one session keep a post-compaction guard: the oldest-created run's guard
 #: is dropped beyond (a long-lived session sees many runs; only recent ones are compacted).

@@ -12,14 +12,14 @@ from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from loopwatch.adaptive.progress import (
+from loopwatch.core.naming import normalize_tool_name
+from loopwatch.detectors.adaptive.progress import (
     DEFAULT_MUTATING_TOOLS,
     DEFAULT_POLL_TOOLS,
     DEFAULT_SHELL_TOOLS,
     DEFAULT_THINKING_TOOLS,
     READ_ONLY_COMMANDS,
 )
-from loopwatch.core.naming import normalize_tool_name
 from loopwatch.errors import ConfigError, ConfigIssue
 
 # The readable reasons of strict loading, worded as loopwatch.config words them (SPEC §7.2);

@@ -12,7 +12,10 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Final
 
-from loopwatch.adaptive.failures import (
+from loopwatch.core._undefined import UNDEFINED
+from loopwatch.core.fingerprint import digest, hash_tool_call, sha256_hex
+from loopwatch.core.outcomes import OutcomeHash, error_text, hash_tool_outcome
+from loopwatch.detectors.adaptive.failures import (
     _result_text,
     asks_for_read,
     classify_error,
@@ -21,17 +24,14 @@ from loopwatch.adaptive.failures import (
     mask_volatile,
     result_failure_text,
 )
-from loopwatch.adaptive.progress import (
+from loopwatch.detectors.adaptive.progress import (
     is_mutating_call,
     is_poll_call,
     read_target,
     reports_unchanged,
     target_path,
 )
-from loopwatch.adaptive.settings import DEFAULT_ADAPTIVE_CONFIG, AdaptiveConfig
-from loopwatch.core._undefined import UNDEFINED
-from loopwatch.fingerprint import digest, hash_tool_call, sha256_hex
-from loopwatch.outcomes import OutcomeHash, error_text, hash_tool_outcome
+from loopwatch.detectors.adaptive.settings import DEFAULT_ADAPTIVE_CONFIG, AdaptiveConfig
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ Python's recursion limit, and nothing here may depend on how deep the caller's s
 
 With the ``fast`` extra, orjson writes the values on which its output is provably the same
 bytes (plain trees of dicts, lists, strings, ints, booleans and ``None``: see
-:mod:`loopwatch._fastjson`); everything else, and everything without orjson, takes the
+:mod:`loopwatch.core._fastjson`); everything else, and everything without orjson, takes the
 pure-Python path, which stays callable as :func:`stable_stringify_pure` and
 :func:`digest_pure`.
 """
@@ -35,7 +35,7 @@ from json.encoder import encode_basestring
 from pathlib import PurePath
 from typing import Any, Final
 
-from loopwatch import _fastjson
+from loopwatch.core import _fastjson
 from loopwatch.core._undefined import UNDEFINED
 from loopwatch.core.jsstr import WS_CHARS, js_trim, utf16_key
 from loopwatch.core.normalizers import reduce_update_plan, validate_normalizers
@@ -619,7 +619,7 @@ def stable_stringify(value: object) -> str:
 
     With the ``fast`` extra (orjson), plain JSON values (dicts, lists, strings, ints,
     booleans, ``None``; no floats) are written by orjson; the text is the same to the
-    byte (:mod:`loopwatch._fastjson` says why), only faster.
+    byte (:mod:`loopwatch.core._fastjson` says why), only faster.
 
     Args:
         value: Any Python value; SPEC §8.1 says how each type is read.

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from loopwatch.adaptive.facts import AdaptiveRecord
-from loopwatch.adaptive.verdicts import (
+from loopwatch.detectors.adaptive.facts import AdaptiveRecord
+from loopwatch.detectors.adaptive.verdicts import (
     AdaptiveVerdict,
     DetectionContext,
     level_of,

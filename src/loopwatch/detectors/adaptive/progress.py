@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
-    from loopwatch.adaptive.settings import AdaptiveConfig
+    from loopwatch.detectors.adaptive.settings import AdaptiveConfig
 
 #: Tools whose successful call changes files or state: progress that resets the counts.
 DEFAULT_MUTATING_TOOLS: Final[frozenset[str]] = frozenset(

@@ -11,8 +11,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from loopwatch.adaptive.facts import AdaptiveRecord
-from loopwatch.adaptive.settings import AdaptiveConfig
+from loopwatch.detectors.adaptive.facts import AdaptiveRecord
+from loopwatch.detectors.adaptive.settings import AdaptiveConfig
 
 AdaptiveLevel = Literal["warning", "critical"]
 

@@ -67,7 +67,7 @@ table of all of them).
 
 from __future__ import annotations
 
-from loopwatch.adaptive.detectors import (
+from loopwatch.detectors.adaptive.detectors import (
     ADAPTIVE_DETECTORS,
     CYCLE,
     DETECTOR_TABLE,
@@ -76,13 +76,13 @@ from loopwatch.adaptive.detectors import (
     SAME_ERROR,
     evaluate_adaptive,
 )
-from loopwatch.adaptive.facts import (
+from loopwatch.detectors.adaptive.facts import (
     AdaptiveRecord,
     build_adaptive_record,
     encode_facts,
     record_from_history,
 )
-from loopwatch.adaptive.failures import (
+from loopwatch.detectors.adaptive.failures import (
     classify_error,
     error_code,
     is_dismissal,
@@ -90,7 +90,7 @@ from loopwatch.adaptive.failures import (
     normalize_error_text,
     result_failure_text,
 )
-from loopwatch.adaptive.progress import (
+from loopwatch.detectors.adaptive.progress import (
     DEFAULT_MUTATING_TOOLS,
     DEFAULT_POLL_TOOLS,
     DEFAULT_SHELL_TOOLS,
@@ -103,14 +103,14 @@ from loopwatch.adaptive.progress import (
     shell_command_is_read_only,
     shell_command_mutates,
 )
-from loopwatch.adaptive.settings import (
+from loopwatch.detectors.adaptive.settings import (
     CONFIG_PATH,
     DEFAULT_ADAPTIVE_CONFIG,
     AdaptiveConfig,
     CycleSettings,
     DetectorThresholds,
 )
-from loopwatch.adaptive.stalls import (
+from loopwatch.detectors.adaptive.stalls import (
     ARGUMENT_CHURN,
     MSG_ARGUMENT_CHURN_CRITICAL,
     MSG_ARGUMENT_CHURN_WARNING,
@@ -127,7 +127,12 @@ from loopwatch.adaptive.stalls import (
     TYPED_ERROR,
     UNCHANGED_WRITE,
 )
-from loopwatch.adaptive.verdicts import AdaptiveLevel, AdaptiveVerdict, DetectionContext, Detector
+from loopwatch.detectors.adaptive.verdicts import (
+    AdaptiveLevel,
+    AdaptiveVerdict,
+    DetectionContext,
+    Detector,
+)
 from loopwatch.messages import (
     MSG_CYCLE_CRITICAL,
     MSG_CYCLE_WARNING,

@@ -44,7 +44,7 @@ _ALLOWED: Final = _LEAVES | {dict, list}
 _STR: Final = frozenset({str})
 #: The deepest nesting orjson writes (it refuses deeper values).
 MAX_DEPTH: Final = 254
-#: Most members of all containers together (``loopwatch.fingerprint.MAX_NODES``, defined
+#: Most members of all containers together (``loopwatch.core.fingerprint.MAX_NODES``, defined
 #: here so both paths refuse the same values: a bigger tree is left to the pure path,
 #: which refuses it).
 MAX_NODES: Final = 1_000_000

@@ -16,9 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from loopwatch.core._undefined import UNDEFINED
-from loopwatch.core.jsstr import js_trim
-from loopwatch.core.normalizers import reduce_update_plan, validate_normalizers
-from loopwatch.fingerprint import (
+from loopwatch.core.fingerprint import (
     _describe,
     digest,
     digest_details_and_text,
@@ -26,6 +24,8 @@ from loopwatch.fingerprint import (
     int_text,
     stable_stringify,
 )
+from loopwatch.core.jsstr import js_trim
+from loopwatch.core.normalizers import reduce_update_plan, validate_normalizers
 from loopwatch.messages import DENIED_REASON_TOOL_LOOP
 
 _WS_BODY: Final = (
@@ -270,7 +270,7 @@ def strip_send_ids(value: object) -> object:
 
     A container met again (shared, not on a cycle) is stripped once: its stripped copy is
     reused, so ``[a, a]`` nested k deep costs k steps, not 2**k, and the copy shares its
-    parts the same way (which :func:`~loopwatch.fingerprint.stable_stringify` writes once).
+    parts the same way (which :func:`~loopwatch.core.fingerprint.stable_stringify` writes once).
     """
     try:
         return _Stripper().strip(value)

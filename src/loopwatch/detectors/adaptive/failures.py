@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Final
 
-from loopwatch.fingerprint import sha256_hex
+from loopwatch.core.fingerprint import sha256_hex
 
 _SOFT_FAILURE_PREFIX: Final = re.compile(r"\A\s*(?:ERROR|Error|error)\s*[:!]")
 # SWE-agent's edit command: the edit was rejected and not applied.

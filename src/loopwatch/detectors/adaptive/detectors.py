@@ -11,9 +11,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from loopwatch.adaptive.facts import AdaptiveRecord
-from loopwatch.adaptive.settings import DEFAULT_ADAPTIVE_CONFIG, AdaptiveConfig
-from loopwatch.adaptive.stalls import (
+from loopwatch.detectors.adaptive.facts import AdaptiveRecord
+from loopwatch.detectors.adaptive.settings import DEFAULT_ADAPTIVE_CONFIG, AdaptiveConfig
+from loopwatch.detectors.adaptive.stalls import (
     ARGUMENT_CHURN,
     POLL_NO_PROGRESS,
     TERMINAL_FAILURE,
@@ -25,7 +25,7 @@ from loopwatch.adaptive.stalls import (
     detect_typed_error,
     detect_unchanged_write,
 )
-from loopwatch.adaptive.verdicts import (
+from loopwatch.detectors.adaptive.verdicts import (
     AdaptiveLevel,
     AdaptiveVerdict,
     DetectionContext,
