@@ -264,26 +264,28 @@ class AdaptiveProfile(DetectorProfile):
         adaptive = self._adaptive
         config = self.config
         memo = self._decoded_memo
-        records = []
-        for index, record in enumerate(window):
-            if keys is not None:
-                key: Hashable | None = keys[index]
-            else:
-                key = record if type(record) is ToolCallRecord else None
-            decoded = None if key is None else memo.get(key)
-            if decoded is None:
-                decoded = adaptive.record_from_history(
-                    record.tool_name,
-                    record.args_hash,
-                    record.result_hash,
-                    record.adaptive_facts,
-                    config,
-                )
-                if key is not None:
-                    if len(memo) >= DECODED_MEMO_SIZE:
-                        memo.clear()
-                    memo[key] = decoded
-            records.append(decoded)
+        if keys is None:
+            keys = [record if type(record) is ToolCallRecord else None for record in window]
+        # Looked up all at once (a window moves by one record a call, so nearly every
+        # record is found); only the misses are decoded, one by one.
+        records = [memo.get(key) for key in keys]
+        for index, decoded in enumerate(records):
+            if decoded is not None:
+                continue
+            record = window[index]
+            decoded = adaptive.record_from_history(
+                record.tool_name,
+                record.args_hash,
+                record.result_hash,
+                record.adaptive_facts,
+                config,
+            )
+            key = keys[index]
+            if key is not None:
+                if len(memo) >= DECODED_MEMO_SIZE:
+                    memo.clear()
+                memo[key] = decoded
+            records[index] = decoded
         return records
 
     def _detect_adaptive(

@@ -176,9 +176,10 @@ def _cycles(
     for period in range(2, max_period + 1):
         if len(seq) < period:
             break
+        head = records[seq[-period]]
+        if head.tool_name != tool or head.args_hash != args_hash:
+            continue  # (checked before the unit is built: most periods end here)
         unit = tuple(records[i] for i in seq[-period:])
-        if unit[0].tool_name != tool or unit[0].args_hash != args_hash:
-            continue
         keys = [_call_key(r) for r in unit]
         if any(
             period % sub == 0 and all(keys[k] == keys[k % sub] for k in range(period))

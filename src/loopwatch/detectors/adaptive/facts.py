@@ -9,7 +9,7 @@ record as one short string (:func:`encode_facts`) and read back by
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 from loopwatch.core._undefined import UNDEFINED
@@ -83,11 +83,13 @@ class AdaptiveRecord:
     error_code: str | None = None
     needs_read: str | None = None
     read_key: str | None = None
+    #: Invisible to every detector: a thinking call, or one the user dismissed. Derived
+    #: (``thinking or dismissed``) once, when the record is built: the detectors ask it of
+    #: every record of the window on every call.
+    transparent: bool = field(init=False, repr=False, compare=False)
 
-    @property
-    def transparent(self) -> bool:
-        """Invisible to every detector: a thinking call, or one the user dismissed."""
-        return self.thinking or self.dismissed
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "transparent", self.thinking or self.dismissed)
 
 
 # --- building records -----------------------------------------------------------------------

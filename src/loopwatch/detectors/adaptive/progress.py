@@ -127,31 +127,18 @@ _INLINE_SHELL: Final = re.compile(
 )
 
 
-def _strip_quotes(shell: str) -> str:
-    """Shell text with every quoted string replaced by ``Q``, in one pass.
+#: A quoted string of shell text: single quotes up to the next one, double quotes with
+#: their backslash escapes; an unterminated quote (or a lone backslash ending the text
+#: inside double quotes) runs to the end, as it would for the shell.
+_QUOTED: Final = re.compile(r"'[^']*(?:'|\Z)|\"(?:\\.|[^\"\\])*(?:\"|\\?\Z)", re.DOTALL)
 
-    ``echo "a > b"`` writes nothing; what is inside quotes is an argument, not syntax. An
-    unterminated quote runs to the end, as it would for the shell.
+
+def _strip_quotes(shell: str) -> str:
+    """Shell text with every quoted string replaced by ``Q``, in one pass (at C speed).
+
+    ``echo "a > b"`` writes nothing; what is inside quotes is an argument, not syntax.
     """
-    out: list[str] = []
-    quote = ""
-    index = 0
-    while index < len(shell):
-        char = shell[index]
-        if quote:
-            if char == "\\" and quote == '"':
-                index += 1  # an escaped character inside double quotes
-            elif char == quote:
-                quote = ""
-                out.append("Q")
-        elif char in "'\"":
-            quote = char
-        else:
-            out.append(char)
-        index += 1
-    if quote:
-        out.append("Q")
-    return "".join(out)
+    return _QUOTED.sub("Q", shell)
 
 
 def _split_heredocs(command: str) -> tuple[str, str]:

@@ -297,11 +297,17 @@ class RunRecords:
     ``None`` until the run grows past :data:`INDEX_FROM` records.
     """
 
-    __slots__ = ("calls", "records", "run_id")
+    __slots__ = ("calls", "heads", "records", "run_id")
 
-    def __init__(self, run_id: str | None, records: list[CompactRecord]) -> None:
+    def __init__(
+        self, run_id: str | None, records: list[CompactRecord], heads: bytearray
+    ) -> None:
         self.run_id = run_id
         self.records = records
+        #: The first byte of each record's :func:`call_key` (0 for a ``str`` key), in the
+        #: order of ``records``: a scan for one call signature runs in C over these (one
+        #: byte a record) and looks only at the records whose byte matches.
+        self.heads = heads
         self.calls: dict[str, dict[bytes | str, CompactRecord | list[CompactRecord]]] | None = None
 
     def added(self, record: CompactRecord) -> None:
@@ -357,14 +363,15 @@ class RunRecords:
         if isinstance(key, str):  # a hash of another form: only records kept whole have one
             return [r for r in self.records if r.packed is None and r.matches(tool_name, key)]
         found = []
-        head = key[0]  # comparing the first byte first halves the cost of the scan
-        for record in self.records:
-            packed = record.packed
-            if packed is None:
-                if record.matches(tool_name, key):
-                    found.append(record)
-            elif packed[0] == head and packed.startswith(key) and record.tool_name == tool_name:
+        records = self.records
+        heads = self.heads
+        head = key[0]
+        at = heads.find(head)
+        while at >= 0:
+            record = records[at]
+            if record.matches(tool_name, key):
                 found.append(record)
+            at = heads.find(head, at + 1)
         return found
 
     def find_pending(
@@ -389,16 +396,27 @@ class RunRecords:
         return None
 
 
-_NO_RECORDS: Final = RunRecords(None, [])
+_NO_RECORDS: Final = RunRecords(None, [], bytearray())
+
+
+def _head(record: CompactRecord) -> int:
+    """The record's entry in ``heads``: the first byte of its :func:`call_key`, else 0."""
+    packed = record.packed
+    if packed is not None:
+        return packed[0]
+    key = record.key
+    return key[0] if isinstance(key, bytes) and key else 0
 
 
 class SessionHistory:
     """A session's records, all runs, oldest first, and each run's records (SPEC §1)."""
 
-    __slots__ = ("records", "runs")
+    __slots__ = ("heads", "records", "runs")
 
     def __init__(self) -> None:
         self.records: list[CompactRecord] = []
+        #: :attr:`RunRecords.heads` of ``records``.
+        self.heads = bytearray()
         #: The runs that have records (a partition of ``records``).
         self.runs: dict[str | None, RunRecords] = {}
 
@@ -431,15 +449,22 @@ class SessionHistory:
         runs = self.runs
         run = runs.get(record.run_id)
         if run is None:
-            if len(runs) == 1:  # the only run so far stops sharing the session's list
+            if len(runs) == 1:  # the only run so far stops sharing the session's lists
                 only = next(iter(runs.values()))
                 only.records = list(self.records)
-            run = RunRecords(record.run_id, [] if runs else self.records)
+                only.heads = bytearray(self.heads)
+            if runs:
+                run = RunRecords(record.run_id, [], bytearray())
+            else:
+                run = RunRecords(record.run_id, self.records, self.heads)
             runs[record.run_id] = run
         record.run_id = run.run_id  # one run id object per run
+        head = _head(record)
         self.records.append(record)
+        self.heads.append(head)
         if run.records is not self.records:
             run.records.append(record)
+            run.heads.append(head)
         run.added(record)
 
     def trim(self, history_size: int) -> None:
@@ -449,12 +474,14 @@ class SessionHistory:
             return
         dropped = self.records[:excess]
         del self.records[:excess]
+        del self.heads[:excess]
         emptied = []
         for record in dropped:
             run = self.runs[record.run_id]
             if run.records is not self.records:
                 assert run.records[0] is record  # a run's oldest record goes first
                 del run.records[0]
+                del run.heads[0]
             run.removed(record)
             if not run.records:
                 emptied.append(run.run_id)
@@ -468,9 +495,12 @@ class SessionHistory:
             record = records[index]
             if record.extra is pending:
                 del records[index]
+                del self.heads[index]
                 run = self.runs[record.run_id]
                 if run.records is not records:
-                    run.records.remove(record)
+                    at = next(i for i, r in enumerate(run.records) if r is record)
+                    del run.records[at]
+                    del run.heads[at]
                 run.removed(record)
                 if not run.records:
                     self._forget_runs((record.run_id,))
@@ -485,6 +515,7 @@ class SessionHistory:
             if only.records is not self.records:
                 assert len(only.records) == len(self.records)
                 only.records = self.records
+                only.heads = self.heads
 
     def record_outcome(self, write: OutcomeWrite) -> ToolCallRecord:
         """Fill the newest matching pending record, or append a complete one, then trim.
