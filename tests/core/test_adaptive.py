@@ -881,16 +881,10 @@ def test_every_issue_is_reported_at_once_with_its_path() -> None:
         ConfigIssue("loopwatch.adaptive.identicalStreak", "expected an object"),
         ConfigIssue("loopwatch.adaptive.profile", "unknown key"),
         ConfigIssue("loopwatch.adaptive.window", "expected an integer > 0"),
-        ConfigIssue(
-            "loopwatch.adaptive.repeatedFailure.block", "must not be lower than warn (3)"
-        ),
+        ConfigIssue("loopwatch.adaptive.repeatedFailure.block", "must not be lower than warn (3)"),
         ConfigIssue("loopwatch.adaptive.sameError.block", "expected an integer > 0"),
-        ConfigIssue(
-            "loopwatch.adaptive.cycle.maxPeriod", "must not be lower than minPeriod (4)"
-        ),
-        ConfigIssue(
-            "loopwatch.adaptive.cycle.blockLaps", "must be greater than warnLaps (3)"
-        ),
+        ConfigIssue("loopwatch.adaptive.cycle.maxPeriod", "must not be lower than minPeriod (4)"),
+        ConfigIssue("loopwatch.adaptive.cycle.blockLaps", "must be greater than warnLaps (3)"),
         ConfigIssue("loopwatch.adaptive.thinkingTools[1]", "expected a string"),
         ConfigIssue("loopwatch.adaptive.thinkingTools[2]", "expected a non-blank string"),
         ConfigIssue("loopwatch.adaptive.shellTools", "expected a list"),
@@ -914,21 +908,15 @@ def test_every_issue_is_reported_at_once_with_its_path() -> None:
         ),
         (
             {"repeated_failure": DetectorThresholds(warn=1, block=3)},
-            ConfigIssue(
-                "loopwatch.adaptive.repeatedFailure.warn", "expected an integer >= 2"
-            ),
+            ConfigIssue("loopwatch.adaptive.repeatedFailure.warn", "expected an integer >= 2"),
         ),
         (
             {"identical_streak": DetectorThresholds(enabled="yes", warn=3, block=4)},  # type: ignore[arg-type]
-            ConfigIssue(
-                "loopwatch.adaptive.identicalStreak.enabled", "expected a boolean"
-            ),
+            ConfigIssue("loopwatch.adaptive.identicalStreak.enabled", "expected a boolean"),
         ),
         (
             {"cycle": CycleSettings(max_period=11)},
-            ConfigIssue(
-                "loopwatch.adaptive.cycle.maxPeriod", "expected an integer <= 10"
-            ),
+            ConfigIssue("loopwatch.adaptive.cycle.maxPeriod", "expected an integer <= 10"),
         ),
         (
             {"same_error": "strict"},

@@ -39,7 +39,7 @@ def test_strip_quotes_matches_its_definition(shell: str) -> None:
 
 
 def test_strip_quotes_edge_cases() -> None:
-    assert _strip_quotes("echo \"a > b\" > out") == "echo Q > out"
+    assert _strip_quotes('echo "a > b" > out') == "echo Q > out"
     assert _strip_quotes("echo 'it''s'") == "echo QQ"
     assert _strip_quotes('echo "open') == "echo Q"
     assert _strip_quotes('echo "ends in \\') == "echo Q"

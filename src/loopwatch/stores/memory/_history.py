@@ -299,9 +299,7 @@ class RunRecords:
 
     __slots__ = ("calls", "heads", "records", "run_id")
 
-    def __init__(
-        self, run_id: str | None, records: list[CompactRecord], heads: bytearray
-    ) -> None:
+    def __init__(self, run_id: str | None, records: list[CompactRecord], heads: bytearray) -> None:
         self.run_id = run_id
         self.records = records
         #: The first byte of each record's :func:`call_key` (0 for a ``str`` key), in the
