@@ -645,7 +645,7 @@ def test_args_hashes_waiting_for_an_after_call_are_bounded() -> None:
     with mock.patch("loopwatch.guard._memo.ARGS_MEMO_SIZE", 3):
         for index in range(10):
             guard.before_call("read", {"n": index}, session_key=S, tool_call_id=f"c{index}")
-    memos = guard._args_memos  # the after_calls never came
+    memos = guard._calls  # the after_calls never came
     assert memos.keys() == [(S, "c7"), (S, "c8"), (S, "c9")]
 
 
@@ -658,6 +658,6 @@ def test_args_memos_keep_a_bounded_amount_of_argument_text_alive() -> None:
             guard.before_call(
                 "write", {"n": index, "text": big}, session_key=S, tool_call_id=f"c{index}"
             )
-        memos = guard._args_memos
+        memos = guard._calls
         assert memos.chars <= 3 * len(big)
         assert memos.keys() == [(S, "c7"), (S, "c8"), (S, "c9")]

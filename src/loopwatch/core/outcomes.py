@@ -330,7 +330,8 @@ def hash_tool_outcome(
         TypeError: the result or error cannot be serialised (SPEC §8.5).
         ValueError: an unknown normaliser name.
     """
-    normalizers = validate_normalizers(normalizers)
+    # An empty collection (the usual case) needs no validation.
+    normalizers = validate_normalizers(normalizers) if normalizers else ()
     if error is not UNDEFINED:
         text = error_text(error)
         return OutcomeHash(_ERROR_PREFIX + digest(text), extract_unknown_tool_name(text))

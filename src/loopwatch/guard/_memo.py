@@ -115,59 +115,92 @@ class ArgsMemo:
         return context[2] if self.hash_of(tool, params) is not None else None
 
 
-class ArgsMemos:
-    """The pending calls' memos, keyed by (session, call id as given), bounded twice: in
-    count and in the characters of argument strings they keep alive."""
+#: How many tool-call ids the guard remembers as in flight, and as finished.
+CALL_ID_MEMORY: Final = 4096
 
-    __slots__ = ("_chars", "_lock", "_memos")
+
+class CallBook:
+    """The calls between their ``before_call`` and their ``after_call``, by (session, id).
+
+    Three bounded maps behind one lock, each touched once per guarded call:
+
+    - in flight: the decision of each call whose ``before_call`` came and ``after_call``
+      did not, by tool-call id (a non-empty ``str``): a second layer of the host asking
+      about the same call gets the same decision, and counts once;
+    - finished: the ids whose outcome was recorded: a second report of it records nothing;
+    - memos: each call's :class:`ArgsMemo` (its args hash and call context), keyed by the
+      id as given (``None`` or a ``str``), bounded in count (:data:`ARGS_MEMO_SIZE`) and in
+      the characters of argument strings they keep alive (:data:`ARGS_MEMO_CHARS`).
+    """
+
+    __slots__ = ("_chars", "_finished", "_in_flight", "_lock", "_memos")
 
     def __init__(self) -> None:
+        self._in_flight: dict[tuple[str, str], object] = {}
+        self._finished: dict[tuple[str, str], bool] = {}
         self._memos: dict[tuple[str, str | None], ArgsMemo] = {}
         self._chars = 0
         self._lock = threading.Lock()
 
-    def remember(
-        self,
-        session_key: str,
-        call_id: object,
-        tool: str,
-        params: object,
-        args_hash: str,
-        context: tuple[object, object, object] | None = None,
-    ) -> None:
-        """Keep ``before_call``'s args hash (and its call context, see
-        :meth:`ArgsMemo.context_for`) for the ``after_call`` of the same call."""
-        if call_id is not None and type(call_id) is not str:
-            return  # keyed by the id as given (see take)
-        memo = ArgsMemo.of(tool, params, args_hash)
-        if memo is None or memo.chars > ARGS_MEMO_CHARS:
-            return
-        memo.context = context
-        memos = self._memos
-        with self._lock:
-            old = memos.pop((session_key, call_id), None)
-            if old is not None:
-                self._chars -= old.chars
-            memos[session_key, call_id] = memo
-            self._chars += memo.chars
-            # Calls whose after_call never came: drop the oldest.
-            while len(memos) > ARGS_MEMO_SIZE or self._chars > ARGS_MEMO_CHARS:
-                dropped = memos.pop(next(iter(memos)))
-                self._chars -= dropped.chars
-
-    def take(self, session_key: str, call_id: object) -> ArgsMemo | None:
-        """The memo of the call's ``before_call``, if any (:meth:`ArgsMemo.hash_of` says
-        whether its hash still holds). Keyed by the id as given, ``None`` or a plain
-        ``str``: normalising any other id may fail, and must fail where it always did."""
-        if call_id is not None and type(call_id) is not str:
+    def seen(self, session_key: str, call_id: object) -> object | None:
+        """The decision of the call in flight under this id, if any."""
+        if type(call_id) is not str or not call_id:
             return None
+        return self._in_flight.get((session_key, call_id))
+
+    def start(
+        self, session_key: str, call_id: object, decision: object, memo: ArgsMemo | None
+    ) -> None:
+        """A call was decided: ``decision`` is in flight under its id, ``memo`` (if any)
+        waits for its ``after_call``."""
+        if call_id is not None and type(call_id) is not str:
+            return  # keyed by the id as given: any other id is derived again
+        ident: str | None = call_id  # (checked just above)
+        key = (session_key, ident)
         with self._lock:
-            memo = self._memos.pop((session_key, call_id), None)
+            if memo is not None and memo.chars <= ARGS_MEMO_CHARS:
+                memos = self._memos
+                old = memos.pop(key, None)
+                if old is not None:
+                    self._chars -= old.chars
+                memos[key] = memo
+                self._chars += memo.chars
+                # Calls whose after_call never came: drop the oldest.
+                while len(memos) > ARGS_MEMO_SIZE or self._chars > ARGS_MEMO_CHARS:
+                    self._chars -= memos.pop(next(iter(memos))).chars
+            if ident:
+                known = (session_key, ident)
+                self._finished.pop(known, None)
+                in_flight = self._in_flight
+                in_flight.pop(known, None)
+                in_flight[known] = decision
+                if len(in_flight) > CALL_ID_MEMORY:
+                    del in_flight[next(iter(in_flight))]
+
+    def finish(self, session_key: str, call_id: object) -> tuple[bool, ArgsMemo | None]:
+        """An outcome is reported: (whether this id's outcome was recorded already, the
+        call's memo if any)."""
+        if call_id is not None and type(call_id) is not str:
+            return False, None
+        ident: str | None = call_id  # (checked just above)
+        with self._lock:
+            memo = self._memos.pop((session_key, ident), None)
             if memo is not None:
                 self._chars -= memo.chars
-        return memo
+            if not ident:
+                return False, memo
+            key = (session_key, ident)
+            finished = self._finished
+            if self._in_flight.pop(key, None) is None and key in finished:
+                return True, None
+            finished.pop(key, None)
+            finished[key] = True
+            if len(finished) > CALL_ID_MEMORY:
+                del finished[next(iter(finished))]
+            return False, memo
 
     def __len__(self) -> int:
+        """How many memos wait for their ``after_call``."""
         return len(self._memos)
 
     def keys(self) -> list[tuple[str, str | None]]:
@@ -178,6 +211,10 @@ class ArgsMemos:
     def chars(self) -> int:
         """The characters of argument strings the memos keep alive."""
         return self._chars
+
+    def in_flight(self) -> int:
+        """How many ids are in flight."""
+        return len(self._in_flight)
 
 
 class ToolNames:
@@ -202,44 +239,12 @@ class ToolNames:
         return name
 
 
-class BoundedMap:
-    """A thread-safe insertion-ordered map that forgets its oldest entries beyond ``limit``."""
-
-    __slots__ = ("_items", "_lock", "limit")
-
-    def __init__(self, limit: int) -> None:
-        self._items: dict[object, object] = {}
-        self._lock = threading.Lock()
-        self.limit = limit
-
-    def get(self, key: object) -> object | None:
-        return self._items.get(key)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._items
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def put(self, key: object, value: object) -> None:
-        items = self._items
-        with self._lock:
-            items.pop(key, None)
-            items[key] = value
-            if len(items) > self.limit:
-                del items[next(iter(items))]
-
-    def pop(self, key: object, default: object = None) -> object:
-        with self._lock:
-            return self._items.pop(key, default)
-
-
 __all__ = [
     "ARGS_MEMO_CHARS",
     "ARGS_MEMO_SIZE",
+    "CALL_ID_MEMORY",
     "TOOL_NAME_CACHE_SIZE",
     "ArgsMemo",
-    "ArgsMemos",
-    "BoundedMap",
+    "CallBook",
     "ToolNames",
 ]

@@ -28,7 +28,7 @@ from loopwatch.config import (
 )
 from loopwatch.core._undefined import UNDEFINED
 from loopwatch.core.fingerprint import hash_tool_call
-from loopwatch.core.jsstr import is_blank
+from loopwatch.core.jsstr import WS_CHARS, is_blank
 from loopwatch.core.naming import normalize_run_id, normalize_tool_call_id, normalize_tool_name
 from loopwatch.core.normalizers import validate_normalizers
 from loopwatch.core.outcomes import hash_tool_outcome
@@ -54,7 +54,7 @@ from loopwatch.events import (
     ToolLoopEvent,
     params_summary,
 )
-from loopwatch.guard._memo import ArgsMemos, BoundedMap, ToolNames
+from loopwatch.guard._memo import ArgsMemo, CallBook, ToolNames
 from loopwatch.guard._ops import (
     ArmGuard,
     BeginCall,
@@ -92,10 +92,6 @@ Listener = Callable[[LoopEvent], object]
 BatchCall = tuple[object, object, object]
 
 _MAX_CACHED_AGENTS: Final = 1024
-#: How many calls between their ``before_call`` and their ``after_call`` (and how many
-#: finished ones) the guard remembers by tool-call id, so a call seen by two layers of the
-#: host (an adapter and a decorated tool) counts once.
-CALL_ID_MEMORY: Final = 4096
 STORE_UNAVAILABLE: Final = "store_unavailable"
 #: The warning-bucket key under which a run's critical strikes are counted.
 _STRIKE_KEY: Final = "loopwatch:critical-strike"
@@ -128,6 +124,10 @@ def blocked_result(message: str) -> dict[str, Any]:
     }
 
 
+#: JavaScript's whitespace (``js_trim``): a key starting with anything else is not blank.
+_WHITESPACE: Final = frozenset(WS_CHARS)
+
+
 def _session_key(session_key: object) -> str | None:
     """The session key as a plain ``str``, or ``None`` for "no session" (SPEC §5.1).
 
@@ -138,6 +138,8 @@ def _session_key(session_key: object) -> str | None:
         if not isinstance(session_key, str):
             return None
         session_key = str.__str__(session_key)
+    elif session_key and session_key[0] not in _WHITESPACE:
+        return session_key  # the usual key: not blank, at the cost of one lookup
     return None if is_blank(session_key) else session_key
 
 
@@ -264,6 +266,10 @@ class LoopGuard:
         if detectors:
             chosen = WithDetectors(chosen, detectors)
         self.detector_profile: DetectorProfile = chosen
+        #: The profile records no facts before a call, nor after (the reference's
+        #: ``call_facts`` and ``outcome_facts``): the calls are skipped.
+        self._no_call_facts = type(chosen).call_facts is DetectorProfile.call_facts
+        self._no_outcome_facts = type(chosen).outcome_facts is DetectorProfile.outcome_facts
         #: The profile's name (``"reference"``, ``"adaptive"``, or a custom profile's).
         self.profile: str = chosen.name
         if (settings.profile, settings.detection_by_default) != (
@@ -285,9 +291,8 @@ class LoopGuard:
         # each call between its before_call and its after_call, and the calls in flight.
         self._tool_name = ToolNames(_safe_tool_name)
         self._guard_specs: dict[tuple[int, bool], GuardSpec] = {}
-        self._args_memos = ArgsMemos()
-        self._in_flight = BoundedMap(CALL_ID_MEMORY)
-        self._finished = BoundedMap(CALL_ID_MEMORY)
+        #: The calls between their before_call and their after_call (see CallBook).
+        self._calls = CallBook()
 
     def _detector_profile(
         self, profile: Profile | DetectorProfile | None, settings: GuardSettings
@@ -410,13 +415,17 @@ class LoopGuard:
     ) -> _BeforePlan:
         block, resolved = self.block_for(agent_id)
         try:  # the host's values: reading or hashing them may fail (SPEC §8.5)
-            run = normalize_run_id(run_id)
-            call_id = normalize_tool_call_id(tool_call_id)
+            # None (the usual ids) normalises to itself: the calls are skipped for it.
+            run = None if run_id is None else normalize_run_id(run_id)
+            call_id = tool_call_id if tool_call_id is None else normalize_tool_call_id(tool_call_id)
             args_hash = hash_tool_call(tool, params, normalizers=self.normalizers)
-            known_poll = is_known_poll(tool, params)
+            # Only two tool names can be polls (is_known_poll): the call is skipped for others.
+            known_poll = (tool == "process" or tool == "command_status") and is_known_poll(
+                tool, params
+            )
         except Exception as exc:
             raise UnhashableValueError(error_text(exc)) from exc
-        now = self._now()
+        now = float(self._clock())
         call = UpcomingCall(tool, args_hash, run, known_poll)
         pending = None
         if block is None or block.get("enabled") is not False:
@@ -429,9 +438,9 @@ class LoopGuard:
                 None,
                 None,
                 int(now * 1000),
-                self.detector_profile.call_facts(call),
+                None if self._no_call_facts else self.detector_profile.call_facts(call),
             )
-        plan = _BeforePlan(
+        return _BeforePlan(
             call,
             session_key,
             run_id,
@@ -442,11 +451,6 @@ class LoopGuard:
             now,
             self._guard_spec(resolved),
         )
-        # The call context for this call's after_call (see ArgsMemo.context_for).
-        self._args_memos.remember(
-            session_key, tool_call_id, tool, params, args_hash, (run_id, agent_id, plan)
-        )
-        return plan
 
     def _bucket_key(self, plan: _BeforePlan, verdict: LoopVerdict) -> str:
         base = verdict.warning_key or f"{verdict.detector}:{plan.call.tool_name}"
@@ -548,13 +552,18 @@ class LoopGuard:
 
         The sync path: the store's methods called directly under its session lock. It is
         :meth:`_before_steps` performed by :func:`~loopwatch.guard._ops.drive`, without the
-        generator (the same operations, built by the same :meth:`_begin` and
-        :meth:`_follow_up`).
+        generator: ``BeginCall.run`` inlined (the operation :meth:`_begin` builds), then the
+        same :meth:`_follow_up`, which a healthy call (:data:`NOT_STUCK`) does not need.
         """
         store = self._store
+        call = plan.call
         with store.session_lock(plan.session_key):
-            scoped = self._begin(plan).run(store)
-            verdict = self.detector_profile.detect(scoped, plan.call, plan.resolved)
+            scoped = store.begin_call(
+                plan.session_key, call.run_id, plan.pending, plan.resolved.history_size, plan.now
+            )
+            verdict = self.detector_profile.detect(scoped, call, plan.resolved)
+            if verdict is NOT_STUCK:
+                return verdict, False
             follow = self._follow_up(plan, verdict)
             if follow is None:
                 return verdict, False
@@ -575,16 +584,19 @@ class LoopGuard:
 
     def _seen_before(self, session_key: str, tool_call_id: object) -> Decision | None:
         """The decision of a call already in flight under this id (counted once)."""
-        if type(tool_call_id) is not str or not tool_call_id:
-            return None
-        found = self._in_flight.get((session_key, tool_call_id))
+        found = self._calls.seen(session_key, tool_call_id)
         return found if isinstance(found, Decision) else None
 
-    def _start(self, session_key: str, tool_call_id: object, decision: Decision) -> Decision:
-        if type(tool_call_id) is str and tool_call_id:
-            key = (session_key, tool_call_id)
-            self._finished.pop(key, None)
-            self._in_flight.put(key, decision)
+    def _start(
+        self, plan: _BeforePlan, tool_call_id: object, agent_id: object, decision: Decision
+    ) -> Decision:
+        """Put the decided call in flight, with its call context for its ``after_call``
+        (see :meth:`ArgsMemo.context_for`)."""
+        call = plan.call
+        memo = ArgsMemo.of(call.tool_name, plan.params, call.args_hash)
+        if memo is not None:
+            memo.context = (plan.run_id_raw, agent_id, plan)
+        self._calls.start(plan.session_key, tool_call_id, decision, memo)
         return decision
 
     def before_call(
@@ -616,7 +628,7 @@ class LoopGuard:
                 return seen
             plan = self._plan_before(tool, params, key, run_id, tool_call_id, agent_id)
             verdict, emitted = self._decide(plan)
-            return self._start(key, tool_call_id, self._conclude(plan, verdict, emitted))
+            return self._start(plan, tool_call_id, agent_id, self._conclude(plan, verdict, emitted))
         except StoreError as exc:
             return self._before_store_failed(key, tool, exc)
         except Exception as exc:
@@ -652,7 +664,7 @@ class LoopGuard:
                 return seen
             plan = self._plan_before(tool, params, key, run_id, tool_call_id, agent_id)
             verdict, emitted = await adrive(self._store, key, self._before_steps(plan))
-            return self._start(key, tool_call_id, self._conclude(plan, verdict, emitted))
+            return self._start(plan, tool_call_id, agent_id, self._conclude(plan, verdict, emitted))
         except StoreError as exc:
             return self._before_store_failed(key, tool, exc)
         except Exception as exc:
@@ -699,13 +711,16 @@ class LoopGuard:
         return results
 
     def _conclude_batch(
-        self, plans: list[_BeforePlan], found: list[tuple[LoopVerdict, bool]], ids: list[object]
+        self,
+        plans: list[_BeforePlan],
+        found: list[tuple[LoopVerdict, bool]],
+        ids: list[object],
+        agent_id: object,
     ) -> list[Decision]:
-        key = plans[0].session_key
         critical = next((v for v, _ in found if v.level == "critical"), None)
         if critical is None or not self.enforce:
             return [
-                self._start(key, call_id, self._conclude(plan, verdict, emitted))
+                self._start(plan, call_id, agent_id, self._conclude(plan, verdict, emitted))
                 for call_id, plan, (verdict, emitted) in zip(ids, plans, found, strict=True)
             ]
         sibling = replace(critical, message=messages.BATCH_SIBLING_BLOCKED)
@@ -715,7 +730,7 @@ class LoopGuard:
                 decision = self._conclude(plan, critical, True)
             else:
                 decision = self._blocked(plan, sibling, messages.BATCH_SIBLING_BLOCKED)
-            decisions.append(self._start(key, ids[index], decision))
+            decisions.append(self._start(plan, ids[index], agent_id, decision))
         return decisions
 
     def _batch_plans(
@@ -763,7 +778,7 @@ class LoopGuard:
         try:
             plans = self._batch_plans(calls, key, run_id, agent_id)
             found = drive(self._store, key, self._batch_steps(plans))
-            return self._conclude_batch(plans, found, [c[2] for c in calls])
+            return self._conclude_batch(plans, found, [c[2] for c in calls], agent_id)
         except StoreError as exc:
             decision = self._before_store_failed(key, "tool", exc)
             return [decision] * len(calls)
@@ -798,7 +813,7 @@ class LoopGuard:
         try:
             plans = self._batch_plans(calls, key, run_id, agent_id)
             found = await adrive(self._store, key, self._batch_steps(plans))
-            return self._conclude_batch(plans, found, [c[2] for c in calls])
+            return self._conclude_batch(plans, found, [c[2] for c in calls], agent_id)
         except StoreError as exc:
             decision = self._before_store_failed(key, "tool", exc)
             return [decision] * len(calls)
@@ -807,19 +822,6 @@ class LoopGuard:
             return [decision] * len(calls)
 
     # --- after_call ------------------------------------------------------------------
-
-    def _finished_before(self, session_key: str, tool_call_id: object) -> bool:
-        """Whether this call's outcome was recorded already (a second layer reporting it)."""
-        if type(tool_call_id) is not str or not tool_call_id:
-            return False
-        key = (session_key, tool_call_id)
-        if self._in_flight.pop(key, None) is not None:
-            self._finished.put(key, True)
-            return False
-        if key in self._finished:
-            return True
-        self._finished.put(key, True)
-        return False
 
     def _plan_after(
         self,
@@ -831,6 +833,7 @@ class LoopGuard:
         result: object,
         error: object,
         agent_id: object,
+        memo: ArgsMemo | None,
     ) -> RecordOutcome | None:
         """Hash the outcome outside any lock; ``None`` when there is nothing to record.
 
@@ -839,8 +842,6 @@ class LoopGuard:
         would otherwise be derived again: the args hash, the config, the ids, the guard
         spec. Otherwise every input is read afresh.
         """
-        # Taken first, so that a vetoed or failed outcome does not leave it behind.
-        memo = self._args_memos.take(session_key, tool_call_id)
         context = None if memo is None else memo.context_for(tool, params, run_id, agent_id)
         if context is None:
             _block, resolved = self.block_for(agent_id)
@@ -871,8 +872,12 @@ class LoopGuard:
             call, call_id, resolved, guard = plan.call, plan.call_id, plan.resolved, plan.guard
         else:
             guard = self._guard_spec(resolved)
-        facts = self.detector_profile.outcome_facts(call, params, outcome, result, error)
-        now = self._now()
+        facts = (
+            None
+            if self._no_outcome_facts
+            else self.detector_profile.outcome_facts(call, params, outcome, result, error)
+        )
+        now = float(self._clock())
         write = OutcomeWrite(  # positional: half the cost of keywords
             tool,
             call.args_hash,
@@ -937,14 +942,19 @@ class LoopGuard:
         if key is None:
             return None
         try:
-            if self._finished_before(key, tool_call_id):
+            # Taken first, so that a vetoed or failed outcome does not leave its memo behind.
+            done, memo = self._calls.finish(key, tool_call_id)
+            if done:
                 return None
-            op = self._plan_after(tool, params, key, run_id, tool_call_id, result, error, agent_id)
+            op = self._plan_after(
+                tool, params, key, run_id, tool_call_id, result, error, agent_id, memo
+            )
             if op is None:
                 written = None
             else:
-                with self._store.session_lock(key):
-                    written = op.run(self._store)
+                store = self._store
+                with store.session_lock(key):
+                    written = store.record_outcome(*op)  # RecordOutcome.run, inlined
         except StoreError as exc:
             self._store_failed(key, tool, "after_call", exc)
             return None
@@ -982,9 +992,13 @@ class LoopGuard:
         if key is None:
             return None
         try:
-            if self._finished_before(key, tool_call_id):
+            # Taken first, so that a vetoed or failed outcome does not leave its memo behind.
+            done, memo = self._calls.finish(key, tool_call_id)
+            if done:
                 return None
-            op = self._plan_after(tool, params, key, run_id, tool_call_id, result, error, agent_id)
+            op = self._plan_after(
+                tool, params, key, run_id, tool_call_id, result, error, agent_id, memo
+            )
             written = None if op is None else await adrive_one(self._store, key, op)
         except StoreError as exc:
             self._store_failed(key, tool, "after_call", exc)
