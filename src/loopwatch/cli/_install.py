@@ -41,7 +41,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from loopwatch.config import ConfigError, load_config_file
+from loopwatch.config.files import load_config_file
+from loopwatch.errors import ConfigError
 
 from ._opencode_plugin import PLUGIN_FILE_NAME, is_ours, render_plugin
 from ._text import safe_text, write

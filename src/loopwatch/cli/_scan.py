@@ -13,12 +13,10 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, cast
 
-from loopwatch.config import (
-    Profile,
-    ResolvedConfig,
-    load_config_file,
-    merge_agent_config,
-)
+from loopwatch.config import Profile
+from loopwatch.config.files import load_config_file
+from loopwatch.config.merge import merge_agent_config
+from loopwatch.config.resolve import ResolvedConfig
 from loopwatch.core._undefined import UNDEFINED
 from loopwatch.detectors.adaptive import AdaptiveConfig
 from loopwatch.replay import DEFAULT_SCAN_BLOCK, ReplaySettings, RunReplay, replay_run
