@@ -24,7 +24,7 @@ from copy import deepcopy
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final
 
-from loopwatch.config import Profile
+from loopwatch.config import PROFILES, Profile
 from loopwatch.config.block import LoopDetectionConfig
 from loopwatch.config.files import load_config_file
 from loopwatch.config.merge import merge_agent_config
@@ -116,6 +116,8 @@ class GuardSettings:
             whole = deepcopy(dict(openclaw_config))
             config_profile = profile_of_openclaw_config(whole)
         chosen = profile if profile is not None else config_profile
+        if chosen not in PROFILES:
+            raise ValueError(f"profile must be 'reference' or 'adaptive', not {chosen!r}")
         settings = None
         if chosen == "adaptive":
             settings = _adaptive_settings(adaptive, whole)
