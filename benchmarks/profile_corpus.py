@@ -51,15 +51,19 @@ PARTS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
         ("_settle",),
         (),
     ),
-    ("detection (evaluate + log_verdict)", ("evaluate", "log_verdict"), ()),
+    (
+        "detection (the profile's detect: evaluate + log_verdict, adaptive detectors)",
+        ("evaluate", "log_verdict", "_detect_adaptive"),
+        (),
+    ),
     (
         "store record_outcome (excl. the session touch): find_pending, fill, trim, guard",
         ("memory:record_outcome",),
         ("memory:record_outcome -> _touch",),
     ),
     (
-        "args memo (_remember_args, _take_args_memo, hash_of)",
-        ("_remember_args", "_take_args_memo", "hash_of"),
+        "args memo (ArgsMemos.remember / take, ArgsMemo.hash_of / context_for)",
+        ("_memo:remember", "_memo:take", "hash_of", "context_for"),
         (),
     ),
     ("ToolCallRecord / OutcomeWrite / _BeforePlan built", ("<string>:__init__", "<lambda>"), ()),
@@ -70,7 +74,11 @@ PARTS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
         ("normalize_run_id", "normalize_tool_call_id"),
         (),
     ),
-    ("tool name + session checks (_tool_name, _accepts)", ("_tool_name", "_accepts"), ()),
+    (
+        "tool name + session checks (ToolNames, _accepts)",
+        ("_memo:__call__", "_accepts"),
+        (),
+    ),
     ("known-poll check (is_known_poll)", ("is_known_poll",), ()),
     ("clock (_now)", ("_now",), ()),
     (
@@ -128,20 +136,52 @@ def find_function(name: str) -> Any:
     raise LookupError(name)
 
 
+class _RecordingProfile:
+    """The guard's detector profile, noting the arguments of each ``detect`` in ``ops``
+    (the history is the store's view, replayed) and of each ``call_facts`` /
+    ``outcome_facts`` in ``facts``; everything else passes through."""
+
+    def __init__(
+        self,
+        base: Any,
+        ops: list[tuple[str, tuple[Any, ...]]],
+        facts: list[tuple[str, tuple[Any, ...]]],
+    ) -> None:
+        self._base = base
+        self._ops = ops
+        self._facts = facts
+
+    def detect(self, history: Any, call: Any, config: Any) -> Any:
+        self._ops.append(("detect", (call, config)))
+        return self._base.detect(history, call, config)
+
+    def call_facts(self, *args: Any) -> Any:
+        self._facts.append(("call_facts", args))
+        return self._base.call_facts(*args)
+
+    def outcome_facts(self, *args: Any) -> Any:
+        self._facts.append(("outcome_facts", args))
+        return self._base.outcome_facts(*args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._base, name)
+
+
 def split(side: bench.LoopwatchSide, profile: str, mode: str, passes: int) -> list[str]:
     """The pair's time split without a profiler, by replaying its parts alone.
 
     One pass records, in order, every store operation the guard performs (with its very
-    arguments) and every detection's inputs. Then, timed in alternation: the store
-    operations replayed on a fresh ``MemoryStore``; the same with the detection
-    (``evaluate`` + ``log_verdict`` on each ``begin_call``'s view); the hashing
-    (``hash_tool_call`` + ``hash_tool_outcome`` once per call); and the whole pair. What the
-    pair spends beyond the three is the guard's own plumbing (memo, plan, ids, config,
-    records built, the step generator, the decision). Uses today's internals
-    (``LoopGuard._store``, ``LoopGuard._detect``, ``MemoryStore``): a one-off tool.
+    arguments), every detection's inputs and every facts request of the profile. Then,
+    timed in alternation: the store operations replayed on a fresh ``MemoryStore``; the
+    same with the detection (the profile's ``detect`` on each ``begin_call``'s view); the
+    hashing (``hash_tool_call`` + ``hash_tool_outcome`` once per call); the profile's
+    facts (``call_facts`` + ``outcome_facts``, the adaptive records); and the whole pair.
+    What the pair spends beyond the four is the guard's own plumbing (memo, plan, ids, config,
+    records built, the decision). Uses today's internals (``LoopGuard._store``, the
+    guard's ``detector_profile``, whose ``detect(history, call, resolved)`` is the whole
+    detection: ``evaluate`` + ``log_verdict``, and the adaptive detectors in that profile;
+    ``MemoryStore``): a one-off tool.
     """
-    evaluate = find_function("evaluate")
-    log_verdict = find_function("log_verdict")
     store_type = type(side.guard(profile)._store)
     hash_call = find_function("hash_tool_call")
     hash_outcome = find_function("hash_tool_outcome")
@@ -156,13 +196,9 @@ def split(side: bench.LoopwatchSide, profile: str, mode: str, passes: int) -> li
             return _method(*args)
 
         setattr(store, name, recorder)
-    detect = guard._detect
-
-    def detect_recorder(plan: Any, scoped: Any) -> Any:
-        ops.append(("detect", (plan.tool, plan.args_hash, plan.known_poll, plan.resolved)))
-        return detect(plan, scoped)
-
-    guard._detect = detect_recorder
+    profile_used = guard.detector_profile
+    facts: list[tuple[str, tuple[Any, ...]]] = []
+    guard.detector_profile = _RecordingProfile(profile_used, ops, facts)
     for i, (tool, args, result, error) in enumerate(side.calls):
         call_id = side.ids[i]
         decision = guard.before_call(tool, args, session_key="s", tool_call_id=call_id)
@@ -179,12 +215,15 @@ def split(side: bench.LoopwatchSide, profile: str, mode: str, passes: int) -> li
         for name, args in ops:
             if name == "detect":
                 if with_detection:
-                    verdict = evaluate(view, *args)
-                    log_verdict(verdict, args[0])
+                    profile_used.detect(view, *args)
             elif name == "begin_call":
                 view = getattr(fresh, name)(*args)
             else:
                 getattr(fresh, name)(*args)
+
+    def facts_built() -> None:
+        for name, args in facts:
+            getattr(profile_used, name)(*args)
 
     def hashing() -> None:
         for tool, args, result, error in side.calls:
@@ -195,6 +234,7 @@ def split(side: bench.LoopwatchSide, profile: str, mode: str, passes: int) -> li
         "store ops alone": lambda: replay(False),
         "store ops + detection": lambda: replay(True),
         "hashing (args once, outcome once)": hashing,
+        "profile facts": facts_built,
         "pair": lambda: side.corpus_pass(profile, side.calls),
     }
     samples: dict[str, list[float]] = {k: [] for k in cases}
@@ -215,11 +255,13 @@ def split(side: bench.LoopwatchSide, profile: str, mode: str, passes: int) -> li
     store_us = med["store ops alone"]
     detect_us = med["store ops + detection"] - store_us
     hash_us = med["hashing (args once, outcome once)"]
-    rest = pair - store_us - detect_us - hash_us
+    facts_us = med["profile facts"]
+    rest = pair - store_us - detect_us - hash_us - facts_us
     rows = [
         ("hashing: hash_tool_call + hash_tool_outcome, once each", hash_us),
+        ("profile facts: call_facts + outcome_facts (none in the reference)", facts_us),
         ("store: begin_call + record_outcome (+ cancel, buckets), MemoryStore", store_us),
-        ("detection: evaluate + log_verdict on the store's view", detect_us),
+        ("detection: the profile's detect on the store's view", detect_us),
         ("guard plumbing: the rest of before_call + after_call", rest),
     ]
     out = [f"| part ({profile}, {mode}) | µs a call | share |", "|---|---|---|"]
@@ -243,8 +285,8 @@ MICRO: tuple[tuple[str, str], ...] = (
         "OutcomeWrite(tool_name='exec', args_hash=H, tool_call_id='c1', run_id=None, "
         "outcome=None, history_size=30, timestamp=1, adaptive_facts=None)",
     ),
-    ("_ArgsMemo.of(dict of 2 scalars)", "_ArgsMemo.of('exec', PARAMS, H)"),
-    ("generator step: next + send + StopIteration (as _drive)", "drive()"),
+    ("ArgsMemo.of(dict of 2 scalars)", "ArgsMemo.of('exec', PARAMS, H)"),
+    ("generator step: next + send + StopIteration (as guard._ops.adrive)", "drive()"),
     ("with RLock: (the session lock)", "with LOCK: pass"),
     ("isinstance('text', Mapping) (ABC check)", "isinstance('text', Mapping)"),
     ("type(x) is dict", "type(TEXT) is dict"),
@@ -302,7 +344,7 @@ def micro() -> list[str]:
     unit = 0.0
     for label, stmt in MICRO:
         try:
-            for name in ("ToolCallRecord", "OutcomeHash", "OutcomeWrite", "_ArgsMemo"):
+            for name in ("ToolCallRecord", "OutcomeHash", "OutcomeWrite", "ArgsMemo"):
                 if name in stmt:
                     env[name] = find_function(name)
             for name in ("call_key", "hash_tool_call", "hash_tool_outcome"):
@@ -390,7 +432,7 @@ def main() -> int:
     left = 1 - covered
     print(
         f"| the rest: guard plumbing (own time of before_call, after_call, _plan_before, "
-        f"_plan_after, _drive, _before_steps, records built) | {left * per_call:.2f} | "
+        f"_plan_after, _decide, _follow_up, records built) | {left * per_call:.2f} | "
         f"{100 * left:.1f}% |"
     )
     plumbing = (
@@ -398,10 +440,10 @@ def main() -> int:
         "after_call",
         "_plan_before",
         "_plan_after",
-        "_drive",
-        "_drive_one",
-        "_before_steps",
-        "_detect",
+        "_decide",
+        "_begin",
+        "_follow_up",
+        "detect",
         "_finish_after",
         "__init__",
     )

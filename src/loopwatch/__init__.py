@@ -15,16 +15,9 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from loopwatch.adapter import AdapterOptions, ToolCall
-    from loopwatch.config import (
-        ConfigError,
-        ConfigIssue,
-        Detectors,
-        LoopDetectionConfig,
-        PostCompactionGuardConfig,
-        ResolvedConfig,
-        merge_agent_config,
-        resolve_config,
-    )
+    from loopwatch.config.block import Detectors, LoopDetectionConfig, PostCompactionGuardConfig
+    from loopwatch.config.merge import merge_agent_config
+    from loopwatch.config.resolve import ResolvedConfig, resolve_config
     from loopwatch.core._undefined import UNDEFINED
     from loopwatch.core.fingerprint import hash_tool_call, stable_stringify
     from loopwatch.core.outcomes import OutcomeHash, hash_tool_outcome
@@ -42,7 +35,7 @@ if TYPE_CHECKING:
     )
     from loopwatch.detectors.reference import LoopVerdict, detect_tool_call_loop
     from loopwatch.detectors.streamguard import UnknownToolStreamGuard
-    from loopwatch.errors import LoopDetectedError, LoopwatchError
+    from loopwatch.errors import ConfigError, ConfigIssue, LoopDetectedError, LoopwatchError
     from loopwatch.events import (
         CompactionLoopPersistedEvent,
         GuardArmedEvent,
@@ -69,15 +62,15 @@ _logging.getLogger("loopwatch").addHandler(_logging.NullHandler())
 _LAZY: dict[str, str] = {
     "AdapterOptions": "loopwatch.adapter",
     "CompactionLoopPersistedEvent": "loopwatch.events",
-    "ConfigError": "loopwatch.config",
-    "ConfigIssue": "loopwatch.config",
+    "ConfigError": "loopwatch.errors",
+    "ConfigIssue": "loopwatch.errors",
     "Decision": "loopwatch.guard",
-    "Detectors": "loopwatch.config",
+    "Detectors": "loopwatch.config.block",
     "GuardArmedEvent": "loopwatch.events",
     "GuardSnapshot": "loopwatch.detectors.compaction",
     "GuardVerdict": "loopwatch.detectors.compaction",
     "LoopDetectedError": "loopwatch.errors",
-    "LoopDetectionConfig": "loopwatch.config",
+    "LoopDetectionConfig": "loopwatch.config.block",
     "LoopEvent": "loopwatch.events",
     "LoopGuard": "loopwatch.guard",
     "LoopVerdict": "loopwatch.detectors.reference",
@@ -85,10 +78,10 @@ _LAZY: dict[str, str] = {
     "MemoryStore": "loopwatch.stores",
     "OutcomeHash": "loopwatch.core.outcomes",
     "PostCompactionGuard": "loopwatch.detectors.compaction",
-    "PostCompactionGuardConfig": "loopwatch.config",
+    "PostCompactionGuardConfig": "loopwatch.config.block",
     "PostCompactionLoopPersistedError": "loopwatch.detectors.compaction",
     "RedisStore": "loopwatch.stores",
-    "ResolvedConfig": "loopwatch.config",
+    "ResolvedConfig": "loopwatch.config.resolve",
     "SessionState": "loopwatch.core.records",
     "Store": "loopwatch.stores",
     "StoreError": "loopwatch.stores",
@@ -102,10 +95,10 @@ _LAZY: dict[str, str] = {
     "detect_tool_call_loop": "loopwatch.detectors.reference",
     "hash_tool_call": "loopwatch.core.fingerprint",
     "hash_tool_outcome": "loopwatch.core.outcomes",
-    "merge_agent_config": "loopwatch.config",
+    "merge_agent_config": "loopwatch.config.merge",
     "record_tool_call": "loopwatch.core.records",
     "record_tool_call_outcome": "loopwatch.core.records",
-    "resolve_config": "loopwatch.config",
+    "resolve_config": "loopwatch.config.resolve",
     "stable_stringify": "loopwatch.core.fingerprint",
     "store_from_url": "loopwatch.stores",
 }

@@ -39,6 +39,7 @@ from loopwatch.core.naming import normalize_tool_name
 from loopwatch.detectors.adaptive import AdaptiveConfig
 from loopwatch.detectors.compaction import PostCompactionLoopPersistedError
 from loopwatch.guard import Decision, LoopGuard
+from loopwatch.settings import GuardSettings
 from loopwatch.transcripts.model import Compaction, ReplayCall, Run
 
 ReplayAction = Literal["allow", "warn", "block", "abort", "not-replayed"]
@@ -74,23 +75,28 @@ class ReplaySettings:
     profile: Profile | None = None
     adaptive: AdaptiveConfig | None = None
 
-    def new_guard(self) -> LoopGuard:
-        """A fresh guard for one run.
+    def guard_settings(self) -> GuardSettings:
+        """What each run's guard runs with (config, agent overrides, profile, adaptive
+        settings), resolved and validated without building a guard.
 
         Raises:
             ConfigError: the config is rejected by the schema.
-            NotImplementedError: a profile this release does not have.
+            ValueError: an unknown profile.
         """
         if self.openclaw_config is not None:
-            return LoopGuard(
-                openclaw_config=self.openclaw_config,
-                clock=_fixed_clock,
-                profile=self.profile,
-                adaptive=self.adaptive,
+            return GuardSettings.resolve(
+                openclaw_config=self.openclaw_config, profile=self.profile, adaptive=self.adaptive
             )
-        return LoopGuard(
-            self.config, clock=_fixed_clock, profile=self.profile, adaptive=self.adaptive
-        )
+        return GuardSettings.resolve(self.config, profile=self.profile, adaptive=self.adaptive)
+
+    def new_guard(self) -> LoopGuard:
+        """A fresh guard for one run, on :meth:`guard_settings` and a fixed clock.
+
+        Raises:
+            ConfigError: the config is rejected by the schema.
+            ValueError: an unknown profile.
+        """
+        return LoopGuard(settings=self.guard_settings(), clock=_fixed_clock)
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,7 +275,7 @@ def replay_run(
 
     Raises:
         ConfigError: the settings' config is rejected by the schema.
-        NotImplementedError: the settings ask for a profile this release does not have.
+        ValueError: the settings ask for a profile this release does not have.
     """
     settings = settings or ReplaySettings()
     guard = settings.new_guard()

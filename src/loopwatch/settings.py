@@ -24,16 +24,12 @@ from copy import deepcopy
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final
 
-from loopwatch.config import (
-    LoopDetectionConfig,
-    Profile,
-    ResolvedConfig,
-    load_config_file,
-    merge_agent_config,
-    profile_of_openclaw_config,
-    resolve_config,
-    validate_openclaw_config,
-)
+from loopwatch.config import PROFILES, Profile
+from loopwatch.config.block import LoopDetectionConfig
+from loopwatch.config.files import load_config_file
+from loopwatch.config.merge import merge_agent_config
+from loopwatch.config.openclaw import profile_of_openclaw_config, validate_openclaw_config
+from loopwatch.config.resolve import ResolvedConfig, resolve_config
 
 if TYPE_CHECKING:
     from loopwatch.detectors.adaptive import AdaptiveConfig
@@ -120,6 +116,8 @@ class GuardSettings:
             whole = deepcopy(dict(openclaw_config))
             config_profile = profile_of_openclaw_config(whole)
         chosen = profile if profile is not None else config_profile
+        if chosen not in PROFILES:
+            raise ValueError(f"profile must be 'reference' or 'adaptive', not {chosen!r}")
         settings = None
         if chosen == "adaptive":
             settings = _adaptive_settings(adaptive, whole)

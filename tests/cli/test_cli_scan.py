@@ -9,8 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from loopwatch import LoopGuard
 from loopwatch.cli import main
 from loopwatch.cli._progress import MIN_FILES_FOR_PROGRESS, Progress, wants_progress
+from loopwatch.cli._scan import load_setup
+from loopwatch.config import Profile
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -230,6 +233,36 @@ def test_an_invalid_config_is_exit_2_with_every_issue(
     assert f"config: {config}: invalid (4 issues)" in err
     assert "  tools.loopDetection.enabled: expected a boolean" in err
     assert "  agents.list[0].tools.loopDetection.historySize: expected an integer > 0" in err
+
+
+@pytest.mark.parametrize(
+    ("agent", "profile"),
+    [(None, None), ("patient", None), (None, "adaptive"), ("patient", "adaptive")],
+)
+def test_the_setup_is_the_guard_s_without_building_one(
+    monkeypatch: pytest.MonkeyPatch, data: Path, agent: str | None, profile: Profile | None
+) -> None:
+    config = str(data / "configs" / "openclaw.json5")
+    setup = load_setup(config, agent, profile)
+    guard = setup.settings.new_guard()
+    assert setup.resolved == guard.block_for(agent)[1]
+    assert (setup.profile, setup.adaptive) == (guard.profile, guard.adaptive)
+
+    def no_guard(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("load_setup built a LoopGuard")
+
+    monkeypatch.setattr(LoopGuard, "__init__", no_guard)
+    again = load_setup(config, agent, profile)
+    assert (again.resolved, again.profile, again.adaptive) == (
+        setup.resolved,
+        setup.profile,
+        setup.adaptive,
+    )
+
+
+def test_the_setup_rejects_an_unknown_profile_up_front(data: Path) -> None:
+    with pytest.raises(ValueError, match="profile must be 'reference' or 'adaptive'"):
+        load_setup(None, None, "fast")  # type: ignore[arg-type]
 
 
 # --- JSON --------------------------------------------------------------------------------

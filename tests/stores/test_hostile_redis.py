@@ -18,7 +18,7 @@ from _redis_helpers import RedisServer
 
 from loopwatch import LoopEvent, LoopGuard
 from loopwatch.stores import RedisStore
-from loopwatch.stores.redis import _cached_session_keys, _session_keys
+from loopwatch.stores.redis._codec import _cached_session_keys, _session_keys
 from loopwatch.stores.url import parse_redis_url, store_from_url
 from loopwatch.testing import FakeClock
 

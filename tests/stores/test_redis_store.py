@@ -16,7 +16,8 @@ from _redis_helpers import RedisServer
 
 from loopwatch import LoopGuard, MemoryStore
 from loopwatch.stores import RedisStore, store_from_url
-from loopwatch.stores.redis import HASH_SCHEME, _scripts
+from loopwatch.stores.redis import HASH_SCHEME
+from loopwatch.stores.redis._scripts import _scripts
 from loopwatch.stores.url import parse_redis_url
 
 pytestmark = pytest.mark.redis
@@ -379,10 +380,11 @@ def test_importing_loopwatch_does_not_import_redis() -> None:
 def test_lua_scripts_ship_as_package_data() -> None:
     from importlib import resources
 
-    names = {p.name for p in resources.files("loopwatch.stores").iterdir()}
+    folder = resources.files("loopwatch.stores.redis").joinpath("lua")
+    names = {p.name for p in folder.iterdir()}
     assert {"_common.lua", "begin_call.lua", "record_outcome.lua"} <= names
     pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
-    assert '"stores/*.lua"' in pyproject.read_text()
+    assert '"stores/redis/lua/*.lua"' in pyproject.read_text()
 
 
 def test_threads_share_one_store_and_lose_no_record(

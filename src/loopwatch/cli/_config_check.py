@@ -13,19 +13,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from loopwatch.config import (
-    CONFIG_FIELDS,
-    ConfigError,
-    ConfigField,
-    ResolvedConfig,
-    config_warnings,
-    load_config_file,
-    merge_agent_config,
-    normalize_agent_id,
-    profile_of_openclaw_config,
-    resolve_config,
-)
-from loopwatch.errors import ConfigIssue
+from loopwatch.config import CONFIG_FIELDS, ConfigField
+from loopwatch.config.files import config_warnings, load_config_file
+from loopwatch.config.merge import merge_agent_config, normalize_agent_id
+from loopwatch.config.openclaw import profile_of_openclaw_config
+from loopwatch.config.resolve import ResolvedConfig, resolve_config
+from loopwatch.errors import ConfigError, ConfigIssue
 
 from ._text import safe_text, table
 

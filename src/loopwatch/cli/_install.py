@@ -28,40 +28,42 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
-import difflib
-import json
 import os
 import re
 import shlex
 import shutil
 import sys
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from loopwatch.config import ConfigError, load_config_file
+from loopwatch.config.files import load_config_file
+from loopwatch.errors import ConfigError
 
+from ._install_files import (
+    BACKUP_SUFFIX,
+    MSG_NOT_OBJECT,
+    MSG_UNWRITABLE,
+    InstallError,
+    backup,
+    parse_settings,
+    read_text,
+    render_json,
+    unified_diff,
+    write_atomic,
+)
 from ._opencode_plugin import PLUGIN_FILE_NAME, is_ours, render_plugin
 from ._text import safe_text, write
 
 EXIT_OK: Final = 0
 EXIT_USAGE: Final = 2
-#: The suffix of the backup written before every change.
-BACKUP_SUFFIX: Final = ".loopwatch.bak"
 #: Seconds an agent lets one hook run (Claude Code, Codex); Gemini counts milliseconds.
 HOOK_TIMEOUT_S: Final = 30
 
-MSG_NOT_JSON: Final = (
-    "{path} is not valid JSON ({error}); fix or move it first — loopwatch will not overwrite it"
-)
-MSG_NOT_OBJECT: Final = "{path}: {where} must be a JSON object; not changing the file"
 MSG_NOT_LIST: Final = "{path}: hooks.{event} must be a list; not changing the file"
 MSG_FOREIGN_PLUGIN: Final = "{path} exists and was not written by loopwatch; not replacing it"
 MSG_FOREIGN_PLUGIN_REMOVE: Final = "{path} was not written by loopwatch; not removing it"
-MSG_UNREADABLE: Final = "cannot read {path}: {error}"
-MSG_UNWRITABLE: Final = "cannot write {path}: {error}"
 MSG_NOTHING: Final = "loopwatch: {path}: nothing to change\n"
 MSG_INSTALLED: Final = "loopwatch: installed the {agent} hook in {path} ({events})\n"
 MSG_UNINSTALLED: Final = "loopwatch: removed the {agent} hook from {path}\n"
@@ -80,10 +82,6 @@ NOTE_GEMINI: Final = (
 NOTE_OPENCODE: Final = "loopwatch: OpenCode loads the plugin at its next start.\n"
 
 Style = Literal["groups", "flat", "plugin"]
-
-
-class InstallError(Exception):
-    """A settings file loopwatch must not touch, or cannot read or write."""
 
 
 @dataclass(frozen=True)
@@ -322,91 +320,6 @@ def merge_uninstall(spec: AgentSpec, document: dict[str, Any], path: Path) -> di
     if removed_any and not table:
         del result["hooks"]
     return result
-
-
-# --- files --------------------------------------------------------------------------------
-
-
-def _indent_of(text: str) -> int:
-    match = re.match(r"\s*\{\s*?\n([ ]+)\S", text)
-    return len(match.group(1)) if match else 2
-
-
-def render_json(document: dict[str, Any], original: str | None) -> str:
-    """The document as the file's text, indented like the original (default 2)."""
-    indent = _indent_of(original) if original else 2
-    return json.dumps(document, indent=indent, ensure_ascii=False) + "\n"
-
-
-def read_text(path: Path) -> str | None:
-    """The file's text, or ``None`` when it does not exist."""
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InstallError(MSG_UNREADABLE.format(path=path, error=exc)) from exc
-
-
-def parse_settings(path: Path, text: str | None, spec: AgentSpec) -> dict[str, Any]:
-    """The settings document (the agent's skeleton when the file is new).
-
-    Raises:
-        InstallError: not JSON, or not an object at the top.
-    """
-    if text is None or not text.strip():
-        return spec.skeleton()
-    try:
-        document = json.loads(text)
-    except ValueError as exc:
-        raise InstallError(MSG_NOT_JSON.format(path=path, error=exc)) from exc
-    if not isinstance(document, dict):
-        raise InstallError(MSG_NOT_OBJECT.format(path=path, where="the file"))
-    return document
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` through a temporary file and a rename, keeping the file's mode."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        mode = path.stat().st_mode & 0o7777 if path.exists() else None
-        fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
-            if mode is not None:
-                os.chmod(temp, mode)
-            os.replace(temp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temp)
-            raise
-    except OSError as exc:
-        raise InstallError(MSG_UNWRITABLE.format(path=path, error=exc.strerror or exc)) from exc
-
-
-def backup(path: Path) -> Path | None:
-    """Copy the file to ``<file>.loopwatch.bak`` (when it exists) before it changes."""
-    if not path.exists():
-        return None
-    target = path.with_name(path.name + BACKUP_SUFFIX)
-    try:
-        shutil.copy2(path, target)
-    except OSError as exc:
-        raise InstallError(MSG_UNWRITABLE.format(path=target, error=exc.strerror or exc)) from exc
-    return target
-
-
-def unified_diff(path: Path, old: str | None, new: str | None) -> str:
-    """The change as a unified diff (``/dev/null`` for a file created or removed)."""
-    return "".join(
-        difflib.unified_diff(
-            (old or "").splitlines(keepends=True),
-            (new or "").splitlines(keepends=True),
-            fromfile=str(path) if old is not None else "/dev/null",
-            tofile=str(path) if new is not None else "/dev/null",
-        )
-    )
 
 
 @dataclass(frozen=True)

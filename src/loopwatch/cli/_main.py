@@ -29,7 +29,9 @@ from pathlib import Path
 from typing import Final, TextIO
 
 from loopwatch import __version__
-from loopwatch.config import ConfigError, load_config_file, merge_agent_config
+from loopwatch.config.files import load_config_file
+from loopwatch.config.merge import merge_agent_config
+from loopwatch.errors import ConfigError
 from loopwatch.transcripts import FORMATS, FormatName, Run
 from loopwatch.transcripts.detect import DEFAULT_MAX_FILE_BYTES, walk_transcripts
 

@@ -13,12 +13,10 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, cast
 
-from loopwatch.config import (
-    Profile,
-    ResolvedConfig,
-    load_config_file,
-    merge_agent_config,
-)
+from loopwatch.config import Profile
+from loopwatch.config.files import load_config_file
+from loopwatch.config.merge import merge_agent_config
+from loopwatch.config.resolve import ResolvedConfig
 from loopwatch.core._undefined import UNDEFINED
 from loopwatch.detectors.adaptive import AdaptiveConfig
 from loopwatch.replay import DEFAULT_SCAN_BLOCK, ReplaySettings, RunReplay, replay_run
@@ -85,7 +83,7 @@ def load_setup(config_path: str | None, agent_id: str | None, profile: Profile |
     Raises:
         UsageError: ``--agent`` without ``--config``.
         ConfigError: the config file is unreadable or invalid.
-        NotImplementedError: a profile this release does not have.
+        ValueError: a profile this release does not have.
     """
     if config_path is None:
         if agent_id is not None:
@@ -98,16 +96,18 @@ def load_setup(config_path: str | None, agent_id: str | None, profile: Profile |
             config=None, openclaw_config=config, agent_id=agent_id, profile=profile
         )
         block = merge_agent_config(config, agent_id)
-    guard = settings.new_guard()  # fail now, not once per run
-    _block, resolved = guard.block_for(agent_id)
+    # Resolved once here, so a bad config or profile fails now, not once per run; no guard
+    # is built: the settings say everything the report shows.
+    resolved_settings = settings.guard_settings()
+    _block, resolved = resolved_settings.block_for(agent_id)
     return ScanSetup(
         settings,
         config_path,
         agent_id,
         block,
         resolved,
-        cast(Profile, guard.profile),
-        guard.adaptive,
+        cast(Profile, resolved_settings.profile),
+        resolved_settings.adaptive,
     )
 
 

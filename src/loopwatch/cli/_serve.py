@@ -15,7 +15,7 @@ import os
 import sys
 from typing import Any, Final
 
-from loopwatch.config import ConfigError
+from loopwatch.errors import ConfigError
 
 from ._text import safe_text, write
 

@@ -19,14 +19,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from loopwatch.config import (
-    ConfigError,
-    LoopDetectionConfig,
-    Profile,
-    ResolvedConfig,
-    resolve_config,
-)
+from loopwatch.config import Profile
+from loopwatch.config.block import LoopDetectionConfig
+from loopwatch.config.resolve import ResolvedConfig, resolve_config
 from loopwatch.detectors.adaptive import AdaptiveConfig
+from loopwatch.errors import ConfigError
 from loopwatch.replay import ReplaySettings, replay_run
 from loopwatch.transcripts import Run
 

@@ -129,7 +129,7 @@ def default_guard(
     if config_file is None:
         chosen = profile or "adaptive"
         return LoopGuard({"enabled": True}, store=store, profile=chosen)  # type: ignore[arg-type]
-    from loopwatch.config import load_config_file
+    from loopwatch.config.files import load_config_file
 
     config = load_config_file(config_file)
     block = config.get("loopwatch")

@@ -56,9 +56,10 @@ from loopwatch.adapter import (
     unknown_tool_error,
 )
 from loopwatch.cli import _mcp_proxy as _process
-from loopwatch.config import ConfigError, LoopDetectionConfig, resolve_config
+from loopwatch.config.block import LoopDetectionConfig
+from loopwatch.config.resolve import resolve_config
 from loopwatch.detectors.compaction import PostCompactionLoopPersistedError
-from loopwatch.errors import LoopDetectedError
+from loopwatch.errors import ConfigError, LoopDetectedError
 from loopwatch.guard import LoopGuard
 from loopwatch.messages import (
     MCP_LOG_DETECTION_OFF,

@@ -1,292 +1,60 @@
-"""The Redis store: one consistent history per session across many worker processes.
-
-Every operation of :class:`~loopwatch.stores.base.Store` is one Lua script run with
-``EVALSHA`` (one round trip; ``EVAL`` once more when the server lost the script, after a
-restart or on a new cluster node). A script reads, appends or updates, trims, refreshes
-the idle expiry and returns what detection needs, atomically on the server, so workers
-that share a session see one linearisable history and lose no record. Detection itself
-stays in Python, in the pure core shared with the memory store.
-
-Layout (hash scheme ``v1``, see ``_common.lua``): four keys per session,
-``<prefix>:v1:{<session>}:h|s|b|o``. The hash tag puts them in one cluster slot, so the
-scripts work on Redis Cluster too. Records hold digests only, never raw arguments or
-results.
-
-The module imports neither ``redis`` nor ``valkey``: a store built around an existing
-client needs only that client; :meth:`RedisStore.from_url` imports ``redis`` lazily.
+"""``RedisStore``: the Store interface as one Lua script per operation, sync and async.
 
 Sync and async twins share all logic in a sans-I/O style: each operation is described by
 an :class:`_Op` (script, keys, arguments, reply parser); only the call that sends it
-differs.
+differs. The wire format is :mod:`._codec`, the scripts :mod:`._scripts`, the clients
+:mod:`._client`, the cool-down after a timeout :mod:`._breaker`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import inspect
-import json
 import math
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from functools import lru_cache
-from importlib import resources
 from typing import Any, Final, Generic, TypeVar
 
-from loopwatch import messages
 from loopwatch.core.records import ToolCallRecord
-from loopwatch.detectors.compaction import COMPACTION_LOOP_PERSISTED, GuardSnapshot, GuardVerdict
-from loopwatch.stores._protocols import AsyncRedisClient, RedisClient
+from loopwatch.detectors.compaction import GuardSnapshot, GuardVerdict
 from loopwatch.stores.base import GuardSpec, OutcomeWrite, Store, StoreError
 from loopwatch.stores.memory.store import MAX_WARNING_KEYS
+from loopwatch.stores.redis._breaker import DEFAULT_BREAKER_COOLDOWN_S, Breaker
+from loopwatch.stores.redis._client import (
+    DEFAULT_SOCKET_TIMEOUT_S,
+    AsyncRedisClient,
+    RedisClient,
+    _looks_async,
+    _resolve,
+    build_clients,
+)
+from loopwatch.stores.redis._codec import (
+    _body,
+    _decode_record,
+    _int,
+    _records,
+    _seq,
+    _session_keys,
+    _text,
+    _token,
+    _unknown_token,
+    _untoken,
+    _verdict,
+)
+from loopwatch.stores.redis._scripts import _is_noscript, _Script, _scripts
 
 T = TypeVar("T")
 
-#: Version of the key and record layout; bump it when either changes, so old and new
-#: workers never read each other's data by mistake.
-HASH_SCHEME: Final = "v1"
 DEFAULT_PREFIX: Final = "loopwatch"
 DEFAULT_IDLE_TTL_S: Final = 1800.0
-#: Socket (and connect) timeout of the clients built by :meth:`RedisStore.from_url`: a
-#: slow store must not stall the agent; past it the failure policy applies.
-DEFAULT_SOCKET_TIMEOUT_S: Final = 0.25
-#: After a call timed out, how long the store skips Redis (every operation fails at once,
-#: and the failure policy applies): a hanging Redis then costs one timeout per cool-down,
-#: not one per call. Connection errors are fast already and do not open the breaker.
-DEFAULT_BREAKER_COOLDOWN_S: Final = 1.0
 
-_SEP: Final = "\x1f"
-_RS: Final = "\x1e"
 _NO_GUARD: Final = GuardSnapshot(armed=False, remaining_attempts=0)
 #: Remembered nonces of records appended by ``begin_call`` (for ``cancel_call``); a
 #: cancel follows its begin within one ``before_call``, so a small bound is plenty.
 _MAX_PENDING_NONCES: Final = 4096
-_SCRIPT_NAMES: Final = (
-    "begin_call",
-    "cancel_call",
-    "update_warning_bucket",
-    "record_outcome",
-    "arm_guard",
-    "read_state",
-)
-
-
-# --- scripts ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class _Script:
-    name: str
-    source: str
-    sha: str
-
-
-@lru_cache(maxsize=1)
-def _scripts() -> dict[str, _Script]:
-    """Load the Lua scripts shipped as package data, each prefixed by the shared prelude."""
-    folder = resources.files("loopwatch.stores")
-    prelude = folder.joinpath("_common.lua").read_text(encoding="utf-8")
-    scripts: dict[str, _Script] = {}
-    for name in _SCRIPT_NAMES:
-        source = prelude + folder.joinpath(f"{name}.lua").read_text(encoding="utf-8")
-        sha = hashlib.sha1(source.encode("utf-8")).hexdigest()
-        scripts[name] = _Script(name, source, sha)
-    return scripts
-
-
-def _is_timeout(exc: BaseException) -> bool:
-    """A reply that did not come in time (redis-py and valkey name it ``TimeoutError``)."""
-    return isinstance(exc, TimeoutError) or type(exc).__name__ == "TimeoutError"
-
-
-def _brief(exc: BaseException) -> str:
-    """A client error's text, bounded (it is logged and put in events)."""
-    try:
-        text = str(exc)
-    except Exception:
-        return "?"
-    return text if len(text) <= 300 else text[:300] + "…"
-
-
-def _is_noscript(exc: BaseException) -> bool:
-    """The server does not know the script (redis-py and valkey spell it the same)."""
-    return type(exc).__name__ == "NoScriptError" or str(exc).startswith("NOSCRIPT")
-
-
-# --- encoding ----------------------------------------------------------------------------
-
-
-def _token(value: str | None) -> str:
-    """A JSON token of a text field: ASCII only, so it is safe in any Redis string.
-
-    Lone surrogates and control characters are escaped, so every Python ``str`` the
-    guard may produce (tool names, run ids, warning keys) round-trips exactly.
-    """
-    if value is None:
-        return "null"
-    if value.isascii() and value.isprintable() and '"' not in value and "\\" not in value:
-        return f'"{value}"'
-    return json.dumps(value)
-
-
-def _untoken(token: str) -> str | None:
-    if token == "null":
-        return None
-    if "\\" not in token:
-        return token[1:-1]
-    value = json.loads(token)
-    if not isinstance(value, str):
-        raise ValueError(f"not a text token: {token!r}")
-    return value
-
-
-def _text(raw: object) -> str:
-    """Replies are bytes, or str when the client decodes responses."""
-    if isinstance(raw, bytes):
-        return raw.decode("utf-8")
-    if isinstance(raw, str):
-        return raw
-    raise ValueError(f"expected a string reply, got {type(raw).__name__}")
-
-
-#: The stored unknown-tool name when it is the called tool's own (lower-cased).
-_SAME_AS_TOOL: Final = "="
-
-
-def _unknown_token(unknown: str | None, tool_name: str) -> str:
-    """What Redis holds of an unknown-tool name: never the text itself.
-
-    The name is cut from the error text (SPEC §3.5), so it is tool output, and Redis holds
-    digests only. The detector compares names for equality, and its message quotes the
-    name: so the usual case, the called tool's own name (``Unknown tool: X`` for a call of
-    ``X``), is stored as ``=`` (the record has the tool name already) and reads back
-    exactly; any other name is stored as ``"#"`` and 32 hex digits of its SHA-256, which is
-    what the message then shows (equal names still have equal tokens).
-    """
-    if unknown is None:
-        return "null"
-    if unknown == tool_name.lower():
-        return _SAME_AS_TOOL
-    digest = hashlib.sha256(unknown.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-    return f'"#{digest}"'
-
-
-def _body(record: ToolCallRecord) -> str:
-    """A record's stored fields after the nonce (the nonce is assigned by the server)."""
-    return _SEP.join(
-        (
-            _token(record.run_id),
-            _token(record.tool_name),
-            _token(record.args_hash),
-            _token(record.tool_call_id),
-            _token(record.result_hash),
-            _unknown_token(record.unknown_tool_name, record.tool_name),
-            str(int(record.timestamp)),
-            _token(record.adaptive_facts),
-        )
-    )
-
-
-@lru_cache(maxsize=8192)
-def _decode_record(raw: str) -> ToolCallRecord:
-    """Decode one stored record; cached, since each call reads the same records again."""
-    _nonce, run, tool, args, call, result, unknown, timestamp, facts = raw.split(_SEP)
-    tool_name = _untoken(tool)
-    args_hash = _untoken(args)
-    if tool_name is None or args_hash is None:
-        raise ValueError(f"malformed record: {raw!r}")
-    return ToolCallRecord(
-        tool_name=tool_name,
-        args_hash=args_hash,
-        tool_call_id=_untoken(call),
-        run_id=_untoken(run),
-        result_hash=_untoken(result),
-        unknown_tool_name=tool_name.lower() if unknown == _SAME_AS_TOOL else _untoken(unknown),
-        timestamp=int(timestamp),
-        adaptive_facts=_untoken(facts),
-    )
-
-
-def _records(raw: object) -> list[ToolCallRecord]:
-    """Records joined by RS in one reply string (much cheaper to parse than an array)."""
-    text = _text(raw)
-    return [_decode_record(item) for item in text.split(_RS)] if text else []
-
-
-def _int(raw: object) -> int:
-    if isinstance(raw, int) and not isinstance(raw, bool):
-        return raw
-    return int(_text(raw))
-
-
-def _seq(raw: object) -> list[Any]:
-    if not isinstance(raw, list):
-        raise ValueError(f"expected an array reply, got {type(raw).__name__}")
-    return raw
-
-
-def _session_keys(prefix: str, session_key: str) -> tuple[bytes, ...]:
-    """The four keys of a session (``<prefix>:v1:{<session>}:h|s|b|o``), cached when short.
-
-    The cache holds :data:`_KEY_CACHE_SIZE` sessions whose prefix and key are at most
-    :data:`_CACHED_KEY_CHARS` characters each, so it is bounded in bytes too (about
-    4 × 4 × 2 × 256 bytes per entry at worst, 32 MiB in all; typical keys take a few
-    hundred bytes): 4,096 cached 100 KiB session keys once held 1.8 GiB. A longer key is
-    built on every call, which costs about what its one use in the command costs anyway.
-    """
-    if len(session_key) > _CACHED_KEY_CHARS or len(prefix) > _CACHED_KEY_CHARS:
-        return _build_session_keys(prefix, session_key)
-    return _cached_session_keys(prefix, session_key)
-
-
-#: Sessions whose keys :func:`_session_keys` remembers, and the longest key remembered.
-_KEY_CACHE_SIZE: Final = 4096
-_CACHED_KEY_CHARS: Final = 256
-
-
-def _build_session_keys(prefix: str, session_key: str) -> tuple[bytes, ...]:
-    """The keys themselves (see :func:`_session_keys`).
-
-    The session key goes into the hash tag verbatim except ``%``, ``{`` and ``}``, which
-    are percent-escaped: a brace in a session key would otherwise move the tag and split
-    the session over cluster slots. Keys are bytes (``surrogatepass``), so any ``str``
-    works.
-    """
-    tag = (
-        session_key.encode("utf-8", "surrogatepass")
-        .replace(b"%", b"%25")
-        .replace(b"{", b"%7B")
-        .replace(b"}", b"%7D")
-    )
-    base = f"{prefix}:{HASH_SCHEME}:".encode() + b"{" + tag + b"}:"
-    return (base + b"h", base + b"s", base + b"b", base + b"o")
-
-
-_cached_session_keys = lru_cache(maxsize=_KEY_CACHE_SIZE)(_build_session_keys)
-
-
-def _verdict(
-    abort: int, armed: int, remaining: int, count: int, tool: str | None, window_size: int
-) -> GuardVerdict:
-    """Rebuild a guard verdict; abort verdicts get their detector and message here."""
-    if not abort:
-        return GuardVerdict(should_abort=False, armed=bool(armed), remaining_attempts=remaining)
-    tool_name = tool or ""
-    return GuardVerdict(
-        should_abort=True,
-        armed=bool(armed),
-        remaining_attempts=remaining,
-        detector=COMPACTION_LOOP_PERSISTED,
-        count=count,
-        tool_name=tool_name,
-        message=messages.COMPACTION_LOOP_PERSISTED.format(
-            tool=tool_name, count=count, window_size=window_size
-        ),
-    )
 
 
 # --- operations (sans I/O) ---------------------------------------------------------------
@@ -386,9 +154,7 @@ class RedisStore(Store):
             or not 0 <= breaker_cooldown_s < math.inf
         ):
             raise ValueError("breaker_cooldown_s must be a number of seconds >= 0")
-        self.breaker_cooldown_s = float(breaker_cooldown_s)
-        #: ``time.monotonic()`` until which Redis is skipped (0: not skipping).
-        self._skip_until = 0.0
+        self._breaker = Breaker(float(breaker_cooldown_s))
         self._client = client
         self._async_client = async_client
         self.prefix = prefix
@@ -447,61 +213,14 @@ class RedisStore(Store):
             TypeError: an option the redis-py client does not take.
             ImportError: the ``redis`` package is missing (``pip install loopwatch[redis]``).
         """
-        from loopwatch.stores._urls import parse_redis_url
-
-        target = parse_redis_url(url)
-        for name, value in (
-            ("socket_timeout", socket_timeout),
-            ("socket_connect_timeout", socket_connect_timeout),
-        ):
-            if value is not None and (
-                isinstance(value, bool)
-                or not isinstance(value, (int, float))
-                or not 0 < value < math.inf
-            ):
-                raise ValueError(f"{name} must be a positive number of seconds")
-        if cluster and target.unix:
-            raise ValueError("a Redis Cluster is reached over TCP, not a unix socket")
-        if not isinstance(use_asyncio, bool) or not isinstance(cluster, bool):
-            raise TypeError("use_asyncio and cluster must be bools")
-        try:
-            import redis
-            import redis.asyncio
-            import redis.asyncio.cluster
-            import redis.cluster
-            from redis.asyncio.retry import Retry as AsyncRetry
-            from redis.backoff import NoBackoff
-            from redis.retry import Retry
-        except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise ImportError(
-                "RedisStore.from_url needs the 'redis' package: pip install 'loopwatch[redis]'"
-            ) from exc
-
-        timeouts: dict[str, Any] = {
-            "socket_timeout": float(socket_timeout),
-            "socket_connect_timeout": float(
-                socket_timeout if socket_connect_timeout is None else socket_connect_timeout
-            ),
-        }
-        client_class = redis.cluster.RedisCluster if cluster else redis.Redis
-        _check_client_options(client_class, client_options)
-        # No retries by default: a script retried after a dropped connection may already
-        # have run, and would append its record twice. A stale pooled connection is
-        # replaced before sending anyway, so recovery after a restart needs no retry.
-        sync_options = {**timeouts, "retry": Retry(NoBackoff(), 0), **client_options}
-        async_options = {**timeouts, "retry": AsyncRetry(NoBackoff(), 0), **client_options}
-        client: Any
-        async_client: Any = None
-        if cluster:
-            client = redis.cluster.RedisCluster.from_url(target.url, **sync_options)
-            if use_asyncio:
-                async_client = redis.asyncio.cluster.RedisCluster.from_url(
-                    target.url, **async_options
-                )
-        else:
-            client = redis.Redis.from_url(target.url, **sync_options)
-            if use_asyncio:
-                async_client = redis.asyncio.Redis.from_url(target.url, **async_options)
+        client, async_client = build_clients(
+            url,
+            socket_timeout=socket_timeout,
+            socket_connect_timeout=socket_connect_timeout,
+            use_asyncio=use_asyncio,
+            cluster=cluster,
+            client_options=client_options,
+        )
         store = cls(
             client,
             async_client=async_client,
@@ -552,7 +271,7 @@ class RedisStore(Store):
                 "(LoopGuard.abefore_call, ...) or give it a blocking client too"
             )
         script, numkeys = op.script, len(op.keys)
-        self._check_breaker(script)
+        self._breaker.check(script.name)
         try:
             try:
                 reply = client.evalsha(script.sha, numkeys, *op.keys, *op.args)
@@ -561,7 +280,7 @@ class RedisStore(Store):
                     raise
                 reply = client.eval(script.source, numkeys, *op.keys, *op.args)
         except Exception as exc:
-            raise self._failed(script, exc) from exc
+            raise self._breaker.failure(script.name, exc) from exc
         return _parse(op, reply)
 
     async def _arun(self, op: _Op[T]) -> T:
@@ -569,7 +288,7 @@ class RedisStore(Store):
         if client is None:
             return self._run(op)
         script, numkeys = op.script, len(op.keys)
-        self._check_breaker(script)
+        self._breaker.check(script.name)
         try:
             try:
                 reply = await _resolve(client.evalsha(script.sha, numkeys, *op.keys, *op.args))
@@ -578,23 +297,13 @@ class RedisStore(Store):
                     raise
                 reply = await _resolve(client.eval(script.source, numkeys, *op.keys, *op.args))
         except Exception as exc:
-            raise self._failed(script, exc) from exc
+            raise self._breaker.failure(script.name, exc) from exc
         return _parse(op, reply)
 
-    def _check_breaker(self, script: _Script) -> None:
-        """Fail at once while the breaker is open (see ``breaker_cooldown_s``)."""
-        until = self._skip_until
-        if until and time.monotonic() < until:
-            raise StoreError(
-                f"redis {script.name} skipped: Redis timed out less than "
-                f"{self.breaker_cooldown_s:g}s ago (breaker open)"
-            )
-
-    def _failed(self, script: _Script, exc: BaseException) -> StoreError:
-        """The error to raise for a client failure; a timeout opens the breaker."""
-        if self.breaker_cooldown_s and _is_timeout(exc):
-            self._skip_until = time.monotonic() + self.breaker_cooldown_s
-        return StoreError(f"redis {script.name} failed: {type(exc).__name__}: {_brief(exc)}")
+    @property
+    def breaker_cooldown_s(self) -> float:
+        """Seconds Redis is skipped after a timeout (see the class)."""
+        return self._breaker.cooldown_s
 
     def _remember_nonce(self, pending: ToolCallRecord, nonce: str) -> None:
         with self._nonce_lock:
@@ -832,26 +541,4 @@ def _parse(op: _Op[T], reply: Any) -> T:
         ) from exc
 
 
-def _check_client_options(client_class: type, options: dict[str, Any]) -> None:
-    """Reject unknown client options now: redis-py would only fail on the first connect."""
-    parameters = inspect.signature(client_class).parameters
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
-        return  # the cluster client passes extra options on to its node clients
-    unknown = sorted(set(options) - set(parameters) - {"self"})
-    if unknown:
-        raise TypeError(f"unknown option(s) for {client_class.__name__}: {', '.join(unknown)}")
-
-
-async def _resolve(reply: Any) -> Any:
-    """Await an asyncio client's reply; a blocking client's reply is already there."""
-    return await reply if inspect.isawaitable(reply) else reply
-
-
-def _looks_async(client: object) -> bool:
-    """An asyncio redis-py/valkey client (their command methods are not coroutine
-    functions, so the module is the reliable tell)."""
-    module = type(client).__module__
-    return ".asyncio" in module or module.endswith("asyncio")
-
-
-__all__ = ["DEFAULT_BREAKER_COOLDOWN_S", "DEFAULT_SOCKET_TIMEOUT_S", "HASH_SCHEME", "RedisStore"]
+__all__ = ["DEFAULT_IDLE_TTL_S", "DEFAULT_PREFIX", "RedisStore"]

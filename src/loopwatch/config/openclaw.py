@@ -1,0 +1,196 @@
+"""Whole OpenClaw configs: strict validation of every block inside one, and its profile.
+
+Only ``tools.loopDetection``, each ``agents.list[i].tools.loopDetection`` and the
+``loopwatch`` block are checked; every other key is ignored so a real OpenClaw config loads
+as it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from loopwatch.config._schema import (
+    LOOPWATCH_BLOCK_KEYS,
+    MSG_DUPLICATE_KEY,
+    MSG_EXPECTED_LIST,
+    MSG_EXPECTED_OBJECT,
+    MSG_EXPECTED_STRING,
+    MSG_MISSING_KEY,
+    MSG_SHADOWED_KEY,
+    MSG_UNKNOWN_KEY,
+    Profile,
+)
+from loopwatch.config._strict import (
+    NO_DUPLICATES,
+    Duplicates,
+    check_profile,
+    join_path,
+    pairs,
+    validate_block,
+)
+from loopwatch.errors import ConfigError, ConfigIssue
+
+
+def _validate_loopwatch_block(value: object, issues: list[ConfigIssue], dups: Duplicates) -> None:
+    if not isinstance(value, Mapping):
+        issues.append(ConfigIssue("loopwatch", MSG_EXPECTED_OBJECT))
+        return
+    seen: set[Any] = set()
+    for key, item in pairs(value, dups):
+        path = join_path("loopwatch", key)
+        if key in seen:
+            issues.append(ConfigIssue(path, MSG_DUPLICATE_KEY))
+        seen.add(key)
+        if not (isinstance(key, str) and key in LOOPWATCH_BLOCK_KEYS):
+            issues.append(ConfigIssue(path, MSG_UNKNOWN_KEY))
+        elif key == "profile":
+            check_profile(item, path, issues)
+        elif key == "adaptive":
+            issues.extend(_adaptive_issues(item, path))
+
+
+def _adaptive_issues(value: object, path: str) -> tuple[ConfigIssue, ...]:
+    # Imported here, only for a file that has a loopwatch.adaptive block: the reference
+    # profile never loads the adaptive package (its settings import no config, so there is
+    # no cycle either way).
+    from loopwatch.detectors.adaptive.settings import AdaptiveConfig
+
+    try:
+        AdaptiveConfig.from_mapping(value, path=path)
+    except ConfigError as err:
+        return err.issues
+    return ()
+
+
+def _duplicated_keys(
+    obj: Mapping[Any, Any],
+    keys: frozenset[str],
+    path: str,
+    shadowed: list[ConfigIssue],
+    dups: Duplicates,
+) -> None:
+    """Note a duplicate of a key on the way to a validated subtree (a second ``tools``).
+
+    SPEC §7.2 keeps OpenClaw's rule, the last value wins, so this is no issue of the load;
+    the notes go to ``shadowed`` for ``config check`` to show as warnings, since the earlier
+    block is silently ignored.
+    """
+    seen: set[object] = set()
+    for key, _value in pairs(obj, dups):
+        if key in keys:
+            if key in seen:
+                shadowed.append(ConfigIssue(join_path(path, key), MSG_SHADOWED_KEY))
+            seen.add(key)
+
+
+_TOP_KEYS_CHECKED: Final = frozenset({"tools", "agents", "loopwatch"})
+_TOOLS_KEYS_CHECKED: Final = frozenset({"loopDetection"})
+_AGENTS_KEYS_CHECKED: Final = frozenset({"list"})
+_AGENT_KEYS_CHECKED: Final = frozenset({"id", "tools"})
+
+
+def _validate_tools(
+    value: object,
+    path: str,
+    issues: list[ConfigIssue],
+    dups: Duplicates,
+    shadowed: list[ConfigIssue],
+) -> None:
+    if isinstance(value, Mapping):
+        _duplicated_keys(value, _TOOLS_KEYS_CHECKED, path, shadowed, dups)
+    if not isinstance(value, Mapping):
+        issues.append(ConfigIssue(path, MSG_EXPECTED_OBJECT))
+    elif "loopDetection" in value:
+        validate_block(value["loopDetection"], f"{path}.loopDetection", issues, dups)
+
+
+def _validate_agents(
+    value: object, issues: list[ConfigIssue], dups: Duplicates, shadowed: list[ConfigIssue]
+) -> None:
+    if not isinstance(value, Mapping):
+        issues.append(ConfigIssue("agents", MSG_EXPECTED_OBJECT))
+        return
+    _duplicated_keys(value, _AGENTS_KEYS_CHECKED, "agents", shadowed, dups)
+    if "list" not in value:
+        return
+    entries = value["list"]
+    if not isinstance(entries, (list, tuple)):
+        issues.append(ConfigIssue("agents.list", MSG_EXPECTED_LIST))
+        return
+    for index, entry in enumerate(entries):
+        path = f"agents.list[{index}]"
+        if not isinstance(entry, Mapping):
+            issues.append(ConfigIssue(path, MSG_EXPECTED_OBJECT))
+            continue
+        _duplicated_keys(entry, _AGENT_KEYS_CHECKED, path, shadowed, dups)
+        for key, item in entry.items():
+            if key == "id" and not isinstance(item, str):
+                issues.append(ConfigIssue(f"{path}.id", MSG_EXPECTED_STRING))
+            elif key == "tools":
+                _validate_tools(item, f"{path}.tools", issues, dups, shadowed)
+        if "id" not in entry:
+            issues.append(ConfigIssue(f"{path}.id", MSG_MISSING_KEY))
+
+
+def validate_whole(
+    config: object,
+    issues: list[ConfigIssue],
+    dups: Duplicates,
+    shadowed: list[ConfigIssue],
+) -> None:
+    """Validate a parsed whole config, appending issues and shadowed-key notes in order.
+
+    Args:
+        config: the parsed config.
+        issues: where the problems of the load go.
+        dups: the objects that had duplicate keys, as the parser kept them.
+        shadowed: where the notes of duplicated keys on the way to a block go (warnings).
+    """
+    if not isinstance(config, Mapping):
+        issues.append(ConfigIssue("", MSG_EXPECTED_OBJECT))
+        return
+    _duplicated_keys(config, _TOP_KEYS_CHECKED, "", shadowed, dups)
+    # Outside the validated subtrees the last duplicate wins, so the plain items are read.
+    for key, value in config.items():
+        if key == "tools":
+            _validate_tools(value, "tools", issues, dups, shadowed)
+        elif key == "agents":
+            _validate_agents(value, issues, dups, shadowed)
+        elif key == "loopwatch":
+            _validate_loopwatch_block(value, issues, dups)
+
+
+def validate_openclaw_config(config: Mapping[str, Any]) -> None:
+    """Validate a whole OpenClaw config strictly (SPEC §7.2 "Whole configs").
+
+    Only ``tools.loopDetection``, every ``agents.list[i].tools.loopDetection`` (all agents, not
+    only one) and the ``loopwatch`` block are checked; every other key is ignored so a real
+    OpenClaw config loads as it is.
+
+    Args:
+        config: the parsed config.
+
+    Raises:
+        ConfigError: every issue, with paths such as ``tools.loopDetection.historySize``.
+    """
+    issues: list[ConfigIssue] = []
+    validate_whole(config, issues, NO_DUPLICATES, [])
+    if issues:
+        raise ConfigError(issues)
+
+
+def profile_of_openclaw_config(config: Mapping[str, Any]) -> Profile:
+    """The ``loopwatch.profile`` of a whole config, ``"reference"`` when absent or invalid.
+
+    Args:
+        config: a whole config (normally already validated).
+
+    Returns:
+        The profile.
+    """
+    block = config.get("loopwatch") if isinstance(config, Mapping) else None
+    value = block.get("profile") if isinstance(block, Mapping) else None
+    if isinstance(value, str) and value == "adaptive":
+        return "adaptive"
+    return "reference"
