@@ -155,7 +155,8 @@ class DetectorProfile:
     ) -> LoopVerdict:
         """The verdict on the upcoming call from its run's history (SPEC §4); logs it."""
         verdict = evaluate(history, call.tool_name, call.args_hash, call.known_poll, config)
-        log_verdict(verdict, call.tool_name)
+        if verdict.stuck:  # (log_verdict writes nothing for the others)
+            log_verdict(verdict, call.tool_name)
         return verdict
 
     def warning_bucket(self, verdict: LoopVerdict, first_warning: FirstWarning) -> int:

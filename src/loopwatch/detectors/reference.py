@@ -228,6 +228,10 @@ def _ping_pong_key(tool_name: str, current_hash: str, paired_signature: str | No
     return f"pingpong:{first}|{second}"
 
 
+#: Whether a history type answers the detectors itself (a :class:`RunHistory`), by type.
+_ANSWERS: dict[type, bool] = {}
+
+
 def evaluate(
     records: Sequence[ToolCallRecord] | RunHistory,
     tool_name: str,
@@ -247,7 +251,13 @@ def evaluate(
     """
     if not config.enabled:
         return NOT_STUCK
-    run = records if isinstance(records, RunHistory) else ScannedRun(records)
+    kind = type(records)
+    answers = _ANSWERS.get(kind)
+    if answers is None:  # isinstance on the ABC, once per type (it costs a call each time)
+        answers = _ANSWERS[kind] = issubclass(kind, RunHistory)
+    run: RunHistory = (
+        records if answers else ScannedRun(records)  # type: ignore[assignment,arg-type]
+    )
     unknown_streak, unknown_name = run.unknown_tool_streak(tool_name)
     if unknown_streak >= config.unknown_tool_threshold:
         shown = unknown_name or tool_name

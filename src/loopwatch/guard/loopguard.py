@@ -293,6 +293,7 @@ class LoopGuard:
         self._guard_specs: dict[tuple[int, bool], GuardSpec] = {}
         #: The calls between their before_call and their after_call (see CallBook).
         self._calls = CallBook()
+        self._default_block: tuple[dict[str, Any] | None, ResolvedConfig] | None = None
 
     def _detector_profile(
         self, profile: Profile | DetectorProfile | None, settings: GuardSettings
@@ -326,6 +327,11 @@ class LoopGuard:
 
     def block_for(self, agent_id: object = None) -> tuple[dict[str, Any] | None, ResolvedConfig]:
         """The merged block of a call and its resolved config (SPEC §5.1)."""
+        if agent_id is None:  # the usual call: its answer never changes (settings are frozen)
+            found = self._default_block
+            if found is None:
+                found = self._default_block = self.settings.block_for(None)
+            return found
         return self.settings.block_for(agent_id)
 
     def _guard_spec(self, resolved: ResolvedConfig) -> GuardSpec:
@@ -417,7 +423,11 @@ class LoopGuard:
         try:  # the host's values: reading or hashing them may fail (SPEC §8.5)
             # None (the usual ids) normalises to itself: the calls are skipped for it.
             run = None if run_id is None else normalize_run_id(run_id)
-            call_id = tool_call_id if tool_call_id is None else normalize_tool_call_id(tool_call_id)
+            call_id = (
+                tool_call_id
+                if tool_call_id is None or type(tool_call_id) is str
+                else normalize_tool_call_id(tool_call_id)
+            )
             args_hash = hash_tool_call(tool, params, normalizers=self.normalizers)
             # Only two tool names can be polls (is_known_poll): the call is skipped for others.
             known_poll = (tool == "process" or tool == "command_status") and is_known_poll(
@@ -619,12 +629,16 @@ class LoopGuard:
             give that result to the model and pass it to :meth:`after_call`.
         """
         tool = self._tool_name(tool_name)
-        key = self._accepts(session_key)
-        if key is None:
-            return self._allow
+        if type(session_key) is str and session_key and session_key[0] not in _WHITESPACE:
+            key = session_key  # the usual key (_accepts would return it as is)
+        else:
+            accepted = self._accepts(session_key)
+            if accepted is None:
+                return self._allow
+            key = accepted
         try:
-            seen = self._seen_before(key, tool_call_id)
-            if seen is not None:
+            seen = self._calls.seen(key, tool_call_id)
+            if seen is not None and isinstance(seen, Decision):
                 return seen
             plan = self._plan_before(tool, params, key, run_id, tool_call_id, agent_id)
             verdict, emitted = self._decide(plan)
@@ -938,9 +952,13 @@ class LoopGuard:
             PostCompactionLoopPersistedError: the loop survived a compaction; end the run.
         """
         tool = self._tool_name(tool_name)
-        key = self._accepts(session_key)
-        if key is None:
-            return None
+        if type(session_key) is str and session_key and session_key[0] not in _WHITESPACE:
+            key = session_key  # the usual key (_accepts would return it as is)
+        else:
+            accepted = self._accepts(session_key)
+            if accepted is None:
+                return None
+            key = accepted
         try:
             # Taken first, so that a vetoed or failed outcome does not leave its memo behind.
             done, memo = self._calls.finish(key, tool_call_id)

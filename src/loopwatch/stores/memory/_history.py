@@ -72,9 +72,13 @@ def call_key(tool_name: str, args_hash: str) -> bytes | str:
         return args_hash  # not from the guard: kept and compared as it is
     colon = len(tool_name)
     if len(args_hash) == colon + 65 and args_hash[colon] == ":" and args_hash.startswith(tool_name):
-        digest = _digest(args_hash[colon + 1 :])
-        if digest is not None:
-            return digest
+        text = args_hash[colon + 1 :]
+        try:  # _digest(text), inlined: once per guarded call
+            raw = bytes.fromhex(text)
+        except ValueError:
+            return args_hash
+        if raw.hex() == text:  # (32 bytes: the length was checked)
+            return raw
     return args_hash
 
 
@@ -144,6 +148,29 @@ class CompactRecord:
         if key is None:
             key = call_key(record.tool_name, record.args_hash)
         self._absorb(record, key, keep)
+
+    @classmethod
+    def filled(cls, record: ToolCallRecord, key: bytes | str) -> CompactRecord:
+        """``CompactRecord(record, key)`` for a record with an outcome: the usual record,
+        packed with fewer steps when its fields have the usual forms."""
+        result = result_key(record.result_hash) if record.result_hash is not None else None
+        timestamp = record.timestamp
+        if (
+            type(key) is not bytes
+            or type(result) is not bytes
+            or type(timestamp) is not int
+            or not _MIN_TS <= timestamp <= _MAX_TS
+        ):
+            return cls(record, key)
+        self = cls.__new__(cls)
+        tool_name = record.tool_name
+        self.tool_name = sys.intern(tool_name) if type(tool_name) is str else tool_name
+        self.call_id = record.tool_call_id
+        self.run_id = record.run_id
+        self.packed = _PACKED.pack(key, result, timestamp)
+        unknown, facts = record.unknown_tool_name, record.adaptive_facts
+        self.extra = None if unknown is None and facts is None else (unknown, facts)
+        return self
 
     def _absorb(self, record: ToolCallRecord, key: bytes | str, keep: bool) -> None:
         packed = _pack(record, key)
@@ -394,7 +421,8 @@ class RunRecords:
         return None
 
 
-_NO_RECORDS: Final = RunRecords(None, [], bytearray())
+#: The records of a run that has none (shared, never changed).
+NO_RECORDS: Final = RunRecords(None, [], bytearray())
 
 
 def _head(record: CompactRecord) -> int:
@@ -423,7 +451,7 @@ class SessionHistory:
     ) -> RunView:
         """The run's records, live: valid until the history changes. ``query``: the call
         the detectors will ask about, with its :func:`call_key`, when the caller has it."""
-        return RunView(self.runs.get(run_id, _NO_RECORDS), query)
+        return RunView(self.runs.get(run_id, NO_RECORDS), query)
 
     def public(self) -> tuple[ToolCallRecord, ...]:
         return tuple(record.public() for record in self.records)
@@ -441,7 +469,7 @@ class SessionHistory:
     def add_filled(self, record: ToolCallRecord, key: bytes | str) -> None:
         """Append a record whose :func:`call_key` is ``key``, packed as its final form (no
         trim): what :meth:`append` of its pending form and ``fill`` of its outcome leave."""
-        self._add(CompactRecord(record, key))
+        self._add(CompactRecord.filled(record, key))
 
     def _add(self, record: CompactRecord) -> None:
         runs = self.runs
@@ -457,13 +485,15 @@ class SessionHistory:
                 run = RunRecords(record.run_id, self.records, self.heads)
             runs[record.run_id] = run
         record.run_id = run.run_id  # one run id object per run
-        head = _head(record)
+        packed = record.packed
+        head = _head(record) if packed is None else packed[0]
         self.records.append(record)
         self.heads.append(head)
         if run.records is not self.records:
             run.records.append(record)
             run.heads.append(head)
-        run.added(record)
+        if run.calls is not None or len(run.records) > INDEX_FROM:
+            run.added(record)
 
     def trim(self, history_size: int) -> None:
         """Keep the newest ``history_size`` records, across all runs."""
@@ -480,7 +510,8 @@ class SessionHistory:
                 assert run.records[0] is record  # a run's oldest record goes first
                 del run.records[0]
                 del run.heads[0]
-            run.removed(record)
+            if run.calls is not None:  # (removed has nothing to do otherwise)
+                run.removed(record)
             if not run.records:
                 emptied.append(run.run_id)
         if emptied:
@@ -601,6 +632,9 @@ class RunView(Sequence[ToolCallRecord], RunHistory):
         count = 0
         for record in reversed(self._run.records):
             if record.tool_name != tool_name:
+                break
+            extra = record.extra
+            if extra is None:  # no notes: no unknown tool name (the usual record)
                 break
             unknown = record.unknown_tool_name
             if unknown is None:

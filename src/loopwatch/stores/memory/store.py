@@ -24,7 +24,7 @@ from loopwatch.detectors.compaction import (
     PostCompactionGuard,
 )
 from loopwatch.stores.base import MAX_RUN_GUARDS, GuardSpec, OutcomeWrite, Store
-from loopwatch.stores.memory._history import RunView, SessionHistory, call_key
+from loopwatch.stores.memory._history import NO_RECORDS, RunView, SessionHistory, call_key
 
 #: A session keeps at most this many warning keys; the oldest is forgotten first.
 MAX_WARNING_KEYS: Final = 256
@@ -211,7 +211,9 @@ class MemoryStore(Store):
             # The detectors ask about the pending record's call: its key serves both.
             key = call_key(pending.tool_name, pending.args_hash)
             self._postponed = _Postponed(session_key, session, pending, history_size, key)
-            return session.history.view(run_id, (pending.tool_name, pending.args_hash, key))
+            # SessionHistory.view, inlined (once per guarded call)
+            run = session.history.runs.get(run_id, NO_RECORDS)
+            return RunView(run, (pending.tool_name, pending.args_hash, key))
 
     def cancel_call(self, session_key: str, pending: ToolCallRecord, now: float) -> None:
         with self._lock:
@@ -297,8 +299,8 @@ class MemoryStore(Store):
         )
         history = session.history
         history.add_filled(filled, postponed.key)
-        history.trim(postponed.history_size)
-        history.trim(write.history_size)
+        # Both trims (the append's, then the outcome's) at once: each keeps the newest.
+        history.trim(min(postponed.history_size, write.history_size))
         self._sessions.move_to_end(session_key)
         session.touched = now
         return filled
@@ -311,9 +313,16 @@ class MemoryStore(Store):
             if record is not None:
                 session = self._sessions[session_key]
                 assert record.result_hash is not None
-                verdict = self._run_guard(session, write.run_id, guard).observe(
-                    record.tool_name, record.args_hash, record.result_hash
-                )
+                guards = session.guards
+                run_guard = None if guards is None else guards.get(write.run_id)
+                if run_guard is None:
+                    run_guard = self._run_guard(session, write.run_id, guard)
+                if type(run_guard.guard) is GuardSpec:  # never armed: _RunGuard.observe, inlined
+                    verdict = run_guard.verdict = IDLE_VERDICT
+                else:
+                    verdict = run_guard.observe(
+                        record.tool_name, record.args_hash, record.result_hash
+                    )
                 return record, verdict
             session = self._touch(session_key, now)
             record = session.history.record_outcome(write)
