@@ -26,8 +26,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Final, Literal
 
-import json5
-
 from loopwatch.core._undefined import UNDEFINED
 from loopwatch.core.jsstr import js_lower, js_trim
 from loopwatch.errors import ConfigError, ConfigIssue
@@ -1144,6 +1142,10 @@ def load_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
             config = json.loads(text, object_pairs_hook=keep_pairs)
         except ValueError:
             duplicates.clear()
+            # Imported here: a hook process with no config file (or a plain JSON one)
+            # never pays for it, and ``python -S`` hooks may not see site-packages.
+            import json5
+
             config = json5.loads(text, object_pairs_hook=keep_pairs)
     except RecursionError as exc:
         raise ConfigError([ConfigIssue("", "JSON5 nesting too deep")]) from exc

@@ -66,7 +66,7 @@ def test_install_writes_a_command_the_hook_accepts(
     path = _install.target_file(_install.AGENT_SPECS[agent], project=False)
     commands = written_commands(agent, path)
     for argv in commands:
-        assert argv[:3] == [sys.executable, "-m", "loopwatch.cli"]
+        assert argv[:3] == [sys.executable, "-S", str(_install.entry_script())]
         hook_args = argv[4:]
         assert argv[3] == "hook" and hook_args[0] == agent
         parsed = build_parser().parse_args(hook_args)
