@@ -18,7 +18,9 @@ Run from the repository root::
    ``python -S -c pass`` and, with ``--venv``, a fresh venv's ``python -c pass`` and the
    installed command run by that venv's interpreter: a floor without this machine's own
    ``.pth`` files (see the README: a sandbox ``.pth`` here imports ``certifi`` at every
-   start). ``import loopwatch`` and ``import loopwatch.cli`` show where the time goes.
+   start). ``hook PostToolUse`` is the same command on the round's ``PostToolUse`` (its
+   ``PreToolUse`` may come before or after it in the rotating order). ``import loopwatch``
+   and ``import loopwatch.cli`` show where the time goes.
    Bytecode is cached, as after a ``pip install``.
 2. **8 processes at once on one session**: eight hook processes per step, all started
    before any is waited for, each a pre/post pair of a distinct call; afterwards the
@@ -133,6 +135,7 @@ def process_ratio(rounds: int, state: Path, venv: bool) -> dict[str, Any]:
         "import loopwatch": [sys.executable, "-c", "import loopwatch"],
         "import loopwatch.cli": [sys.executable, "-c", "import loopwatch.cli"],
         "hook PreToolUse": hook,
+        "hook PostToolUse": hook,
         "hook via serve": hook,
         "-m hook PreToolUse": module,
         "-m hook via serve": module,
@@ -170,7 +173,8 @@ def _rounds(
         got: dict[str, tuple[float, float]] = {}
         for name in order:
             # Distinct calls (a new session each round): no loop, the common path.
-            stdin = _pre(f"bench-{index}", f"c{index}", f"ls {index}") if "hook" in name else b""
+            make = _post if name.endswith("PostToolUse") else _pre
+            stdin = make(f"bench-{index}", f"c{index}", f"ls {index}") if "hook" in name else b""
             got[name] = _time(cases[name], stdin, envs[name])
             samples[name]["wall"].append(got[name][0])
             samples[name]["cpu"].append(got[name][1])
