@@ -1,4 +1,4 @@
-"""The installed hook command's entry script (``loopwatch/_hook_entry.py``, run with ``-S``).
+"""The installed hook command (``python -S loopwatch/_hook_entry.py``, ``_hook_client``).
 
 Its lean client must send what :func:`loopwatch.serve.try_hook` sends and accept only what it
 accepts, its option parsing must be the hook's, and the process must work without ``site``:
@@ -21,7 +21,7 @@ from _hookkit import HookRunner, payload
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loopwatch import _hook_entry as entry
+from loopwatch import _hook_client as entry
 from loopwatch import serve
 from loopwatch.cli import _hook
 from loopwatch.cli._install import hook_argv
@@ -214,9 +214,9 @@ def test_the_entry_replaces_its_own_folder_by_its_packages_parent(
     # Python puts a script's folder first on sys.path: loopwatch/ would shadow other
     # modules (its config.py, events.py ...) and would not find the package itself.
     here = Path(entry.__file__).resolve().parent
-    monkeypatch.setattr(sys, "path", [str(here), "/elsewhere"])
+    monkeypatch.setattr(sys, "path", [str(here), "", "/elsewhere", str(here)])
     entry._fix_path()
-    assert sys.path == [str(here.parent), "/elsewhere"]
+    assert sys.path == [str(here.parent), "", "/elsewhere"]
     monkeypatch.setattr(sys, "path", ["/elsewhere"])  # -P or -I: no script folder
     entry._fix_path()
     assert sys.path == [str(here.parent), "/elsewhere"]

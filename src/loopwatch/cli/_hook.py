@@ -227,7 +227,7 @@ def main(argv: Sequence[str], *, payload: str | None = None, try_server: bool = 
     """Run ``loopwatch hook ...``; for an agent event, exit 0 whatever happens.
 
     ``payload`` is the event when the caller already read stdin (the installed command,
-    :mod:`loopwatch._hook_entry`, which also asked the server already: ``try_server``
+    :mod:`loopwatch._hook_client`, which also asked the server already: ``try_server``
     false).
     """
     arguments = list(argv)

@@ -207,7 +207,7 @@ def hook_argv(agent: str, config_file: str | None = None) -> list[str]:
     The absolute ``sys.executable`` of this install (agents run hooks with their own
     ``PATH``; a venv's interpreter finds its own prefix without being activated) with
     ``-S``: ``site`` and its ``.pth`` files often cost more than the interpreter's start,
-    and the entry script (:mod:`loopwatch._hook_entry`) finds the package by its own path
+    and the entry script (see :mod:`loopwatch._hook_client`) finds the package by its own path
     instead. Without an entry script file, ``<python> -m loopwatch.cli hook AGENT``.
     """
     script = entry_script()
