@@ -211,7 +211,7 @@ def hook_argv(agent: str, config_file: str | None = None) -> list[str]:
     instead. Without an entry script file, ``<python> -m loopwatch.cli hook AGENT``.
     """
     script = entry_script()
-    if script is not None:
+    if script is not None and sys.executable:
         argv = [sys.executable, "-S", str(script)]
     else:
         argv = [sys.executable, "-m", "loopwatch.cli"]
