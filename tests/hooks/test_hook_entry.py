@@ -47,7 +47,10 @@ TOKENS = st.sampled_from(
 
 
 @settings(max_examples=300, deadline=None)
-@given(arguments=st.lists(TOKENS | st.text(max_size=6), max_size=6), store=st.text(max_size=4))
+@given(
+    arguments=st.lists(TOKENS | st.text(max_size=6), max_size=6),
+    store=st.text(alphabet=" \tab:/", max_size=4),  # an environment value: no NUL
+)
 def test_options_are_read_as_the_hook_reads_them(arguments: list[str], store: str) -> None:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("LOOPWATCH_STORE", store)
