@@ -6,15 +6,22 @@ Run from the repository root::
     PYTHONPATH=src python benchmarks/bench_hooks.py --rounds 5 # quicker
 
 1. **Process ratio** (issue 14 targets: <= 2.5x in-process, <= 1.0x through serve): the
-   time of one hook process (``python -m loopwatch.cli hook claude-code`` with a
-   ``PreToolUse`` on stdin) on the SQLite store, and the same command while a
+   time of one hook process -- the command ``loopwatch install`` writes (``python -S
+   .../loopwatch/_hook_entry.py hook claude-code``, from ``hook_argv``) with a
+   ``PreToolUse`` on stdin -- on the SQLite store, and the same command while a
    ``loopwatch serve`` runs (the hook's warm path answers through it), against
    ``python -c pass`` on the same machine, as wall time and as the
    process's CPU time (user + system: what a busy machine disturbs least). The cases take
    turns, round after round, and a ratio is the median of the per-round ratios (the
-   machine is shared and noisy: side by side is the only fair comparison).
-   ``import loopwatch`` and ``import loopwatch.cli`` are measured the same way, to show
-   where the time goes. Bytecode is cached, as after a ``pip install``.
+   machine is shared and noisy: side by side is the only fair comparison). The old
+   command (``python -m loopwatch.cli hook``) is measured beside it, and so are
+   ``python -S -c pass`` and, with ``--venv``, a fresh venv's ``python -c pass`` and the
+   installed command run by that venv's interpreter: a floor without this machine's own
+   ``.pth`` files (see the README: a sandbox ``.pth`` here imports ``certifi`` at every
+   start). ``hook PostToolUse`` is the same command on the round's ``PostToolUse`` (its
+   ``PreToolUse`` may come before or after it in the rotating order). ``import loopwatch``
+   and ``import loopwatch.cli`` show where the time goes.
+   Bytecode is cached, as after a ``pip install``.
 2. **8 processes at once on one session**: eight hook processes per step, all started
    before any is waited for, each a pre/post pair of a distinct call; afterwards the
    store holds every record, exactly once, each with its outcome (the serial replay of
@@ -97,7 +104,22 @@ def _time(command: list[str], stdin: bytes, env: dict[str, str]) -> tuple[float,
     return wall, cpu
 
 
-def process_ratio(rounds: int, state: Path) -> dict[str, Any]:
+def installed_hook(python: str | None = None) -> list[str]:
+    """The command ``loopwatch install claude-code`` writes (run by ``python`` if given)."""
+    sys.path.insert(0, str(ROOT / "src"))
+    from loopwatch.cli._install import hook_argv
+
+    argv = hook_argv("claude-code")
+    return [python, *argv[1:]] if python else argv
+
+
+def make_venv(folder: Path) -> str:
+    """A fresh venv without pip (its ``site`` sees only its own, empty site-packages)."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
+    return str(folder / "bin" / "python")
+
+
+def process_ratio(rounds: int, state: Path, venv: bool) -> dict[str, Any]:
     env = _env(state)
     env["LOOPWATCH_SOCKET"] = str(state / "no-server.sock")  # in-process: no server found
     served = state / "served"
@@ -105,67 +127,80 @@ def process_ratio(rounds: int, state: Path) -> dict[str, Any]:
     served.mkdir(parents=True, exist_ok=True)
     served_env = _env(served)
     served_env["LOOPWATCH_SOCKET"] = served_socket
-    hook = [sys.executable, "-m", "loopwatch.cli", "hook", "claude-code"]
+    module = [sys.executable, "-m", "loopwatch.cli", "hook", "claude-code"]
+    hook = installed_hook()
     cases = {
         "python -c pass": [sys.executable, "-c", "pass"],
+        "python -S -c pass": [sys.executable, "-S", "-c", "pass"],
         "import loopwatch": [sys.executable, "-c", "import loopwatch"],
         "import loopwatch.cli": [sys.executable, "-c", "import loopwatch.cli"],
         "hook PreToolUse": hook,
+        "hook PostToolUse": hook,
         "hook via serve": hook,
+        "-m hook PreToolUse": module,
+        "-m hook via serve": module,
     }
-    envs = {name: served_env if name == "hook via serve" else env for name in cases}
+    if venv:
+        python = make_venv(state / "venv")
+        cases["venv python -c pass"] = [python, "-c", "pass"]
+        cases["venv hook PreToolUse"] = installed_hook(python)
+        cases["venv hook via serve"] = installed_hook(python)
+    envs = {name: served_env if name.endswith("via serve") else env for name in cases}
     server = start_server(served, served_socket)
     try:
-        return _rounds(rounds, cases, envs, hook)
+        return _rounds(rounds, cases, envs)
     finally:
         server.terminate()
         server.wait()
 
 
 def _rounds(
-    rounds: int, cases: dict[str, list[str]], envs: dict[str, dict[str, str]], hook: list[str]
+    rounds: int, cases: dict[str, list[str]], envs: dict[str, dict[str, str]]
 ) -> dict[str, Any]:
     samples: dict[str, dict[str, list[float]]] = {name: {"wall": [], "cpu": []} for name in cases}
-    ratios: dict[str, dict[str, list[float]]] = {
-        name: {"wall": [], "cpu": []} for name in cases if name != "python -c pass"
+    floors = [name for name in ("python -c pass", "venv python -c pass") if name in cases]
+    ratios: dict[str, dict[str, dict[str, list[float]]]] = {
+        floor: {name: {"wall": [], "cpu": []} for name in cases if name != floor}
+        for floor in floors
     }
     for warm in range(2):  # writes the bytecode cache and the store file
-        _time(hook, _pre("warm", f"w{warm}"), envs["hook PreToolUse"])
-        _time(hook, _pre("warm", f"w{warm}"), envs["hook via serve"])
-        _time(cases["import loopwatch.cli"], b"", envs["python -c pass"])
+        for name, command in cases.items():
+            stdin = _pre("warm", f"w{warm}") if "hook" in name else b""
+            _time(command, stdin, envs[name])
     for index in range(rounds):
         order = list(cases)
         order = order[index % len(order) :] + order[: index % len(order)]
         got: dict[str, tuple[float, float]] = {}
         for name in order:
             # Distinct calls (a new session each round): no loop, the common path.
-            stdin = (
-                _pre(f"bench-{index}", f"c{index}", f"ls {index}")
-                if name.startswith("hook")
-                else b""
-            )
+            make = _post if name.endswith("PostToolUse") else _pre
+            stdin = make(f"bench-{index}", f"c{index}", f"ls {index}") if "hook" in name else b""
             got[name] = _time(cases[name], stdin, envs[name])
             samples[name]["wall"].append(got[name][0])
             samples[name]["cpu"].append(got[name][1])
-        base = got["python -c pass"]
-        for name, per in ratios.items():
-            per["wall"].append(got[name][0] / base[0])
-            per["cpu"].append(got[name][1] / max(base[1], 1e-6))
+        for floor, per_floor in ratios.items():
+            base = got[floor]
+            for name, per in per_floor.items():
+                per["wall"].append(got[name][0] / base[0])
+                per["cpu"].append(got[name][1] / max(base[1], 1e-6))
     return {
         "median_s": {
             name: {kind: statistics.median(v) for kind, v in per.items()}
             for name, per in samples.items()
         },
         "ratio": {
-            name: {kind: statistics.median(v) for kind, v in per.items()}
-            for name, per in ratios.items()
+            floor: {
+                name: {kind: statistics.median(v) for kind, v in per.items()}
+                for name, per in per_floor.items()
+            }
+            for floor, per_floor in ratios.items()
         },
     }
 
 
 def eight_processes(steps: int, state: Path) -> dict[str, Any]:
     env = _env(state)
-    hook = [sys.executable, "-m", "loopwatch.cli", "hook", "claude-code"]
+    hook = installed_hook()
     session = "eight"
     calls = []
     for step in range(steps):
@@ -208,19 +243,26 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--steps", type=int, default=3, help="8-process steps (history 30)")
+    parser.add_argument(
+        "--venv", action="store_true", help="also a fresh venv's floor and interpreter"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
-        figures = process_ratio(args.rounds, Path(folder) / "ratio")
+        figures = process_ratio(args.rounds, Path(folder) / "ratio", args.venv)
         print(
             f"one hook call as a whole process, {args.rounds} rounds "
-            "(medians; CPU = user + system time of the process, robust on a busy machine):"
+            "(medians; CPU = user + system time of the process, robust on a busy machine);"
         )
+        print("'hook' is the command loopwatch install writes, '-m hook' python -m loopwatch.cli:")
+        floors = list(figures["ratio"])
         for name, per in figures["median_s"].items():
-            ratio = figures["ratio"].get(name, {"wall": 1.0, "cpu": 1.0})
-            print(
-                f"  {name:<22} wall {per['wall'] * 1000:7.1f} ms {ratio['wall']:5.2f}x   "
-                f"cpu {per['cpu'] * 1000:7.1f} ms {ratio['cpu']:5.2f}x  (of python -c pass)"
-            )
+            wall, cpu = per["wall"] * 1000, per["cpu"] * 1000
+            line = f"  {name:<22} wall {wall:7.1f} ms   cpu {cpu:7.1f} ms"
+            for floor in floors:
+                ratio = figures["ratio"][floor].get(name, {"wall": 1.0, "cpu": 1.0})
+                line += f"   {ratio['wall']:5.2f}x / {ratio['cpu']:5.2f}x"
+            print(line)
+        print("  ratios: wall / cpu of " + ", then of ".join(floors))
         print("  targets: hook PreToolUse <= 2.50x, hook via serve <= 1.00x")
         eight = eight_processes(args.steps, Path(folder) / "eight")
         print(

@@ -7,16 +7,16 @@ The target (issue 14): one hook call through ``loopwatch serve`` costs at most 1
 of ``python -c pass`` on the same machine. Measured side by side, round-robin in a rotating
 order, as the median of per-round ratios (wall clock: a hook is a whole process):
 
-- ``python -c pass``: the floor, the interpreter alone;
-- ``lean client``: a process that loads only ``loopwatch/serve.py`` (by file path, without
-  ``loopwatch/__init__``, which imports the detectors) and asks the server (``try_hook``):
-  what a hook entry point that tries the server first can reach;
-- ``package client``: the same through ``from loopwatch.serve import try_hook`` (the package
-  import is paid);
-- ``hook via serve``: the real ``python -m loopwatch.cli hook claude-code`` while the server
-  runs: the hook's warm path (``loopwatch.cli`` -> ``_hook`` -> ``loopwatch.serve``);
-- ``in-process hook``: the same command with no server to find (SQLite store), the path the
-  server saves;
+- ``python -c pass``: the floor, the interpreter alone (``python -S -c pass`` beside it:
+  the interpreter without ``site`` and this machine's ``.pth`` files);
+- ``installed via serve``: the command ``loopwatch install`` writes (``python -S
+  .../loopwatch/_hook_entry.py hook claude-code``) while the server runs: its own client
+  on ``_socket`` and ``_json``, nothing of loopwatch imported;
+- ``package client``: ``from loopwatch.serve import try_hook`` (the package import is paid);
+- ``-m hook via serve``: ``python -m loopwatch.cli hook claude-code`` while the server
+  runs (``loopwatch.cli`` -> ``_hook`` -> ``loopwatch.serve``);
+- ``installed in-process`` / ``-m in-process``: the same commands with no server to find
+  (SQLite store), the path the server saves;
 - ``round trip``: the client's round trip alone, in this process, per call.
 
 The server is the real ``python -m loopwatch.cli serve`` on a temporary socket and state
@@ -38,7 +38,6 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "src"
-SERVE_FILE = SRC / "loopwatch" / "serve.py"
 
 
 def payload(index: int) -> str:
@@ -55,14 +54,6 @@ def payload(index: int) -> str:
     )
 
 
-LEAN = (
-    "import importlib.util as u, sys\n"
-    "s = u.spec_from_file_location('lw_serve', {file!r}); m = u.module_from_spec(s)\n"
-    "s.loader.exec_module(m)\n"
-    "r = m.try_hook('claude-code', sys.stdin.read(), socket_path={sock!r})\n"
-    "assert r is not None\n"
-    "sys.stdout.write(r[0]); sys.exit(r[1])\n"
-)
 PACKAGE = (
     "import sys\n"
     "from loopwatch.serve import try_hook\n"
@@ -90,6 +81,10 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="lwb", dir="/tmp"))
     sock = str(root / "s.sock")
     env = {**os.environ, "PYTHONPATH": str(SRC), "XDG_STATE_HOME": str(root / "state")}
+    # Bytecode cached, as after a pip install (PYTHONDONTWRITEBYTECODE would recompile
+    # every module in every process).
+    env["PYTHONPYCACHEPREFIX"] = str(root / "pycache")
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env.pop("LOOPWATCH_STORE", None)
     env["LOOPWATCH_SOCKET"] = sock
     cold_env = {**env, "LOOPWATCH_SOCKET": str(root / "none.sock")}
@@ -104,15 +99,23 @@ def main() -> None:
         assert server.stderr is not None
         ready = server.stderr.readline()
         assert ready.startswith("loopwatch serve: listening"), ready
+        sys.path.insert(0, str(SRC))
+        from loopwatch.cli._install import hook_argv
+
+        installed = [*hook_argv("claude-code"), "--store", store]
+        module = [sys.executable, "-m", "loopwatch.cli", "hook", "claude-code", "--store", store]
         cases: dict[str, list[str]] = {
             "python -c pass": [sys.executable, "-c", "pass"],
-            "lean client": [sys.executable, "-c", LEAN.format(file=str(SERVE_FILE), sock=sock)],
+            "python -S -c pass": [sys.executable, "-S", "-c", "pass"],
+            "installed via serve": installed,
             "package client": [sys.executable, "-c", PACKAGE.format(sock=sock)],
+            "-m hook via serve": module,
+            "installed in-process": installed,
+            "-m in-process": module,
         }
-        hook = [sys.executable, "-m", "loopwatch.cli", "hook", "claude-code", "--store", store]
-        cases["hook via serve"] = hook
-        cases["in-process hook"] = hook
-        envs = {name: cold_env if name == "in-process hook" else env for name in cases}
+        envs = {name: cold_env if name.endswith("in-process") else env for name in cases}
+        for name, command in cases.items():  # writes the bytecode cache and the store
+            timed(command, payload(0), envs[name])
         names = list(cases)
         samples: dict[str, list[float]] = {name: [] for name in names}
         counter = 0
@@ -136,14 +139,14 @@ def main() -> None:
 
     floor = samples["python -c pass"]
     print(f"loopwatch serve vs python -c pass ({args.rounds} rounds, median of per-round ratios)")
-    print(f"{'case':<18} {'median ms':>10} {'ratio':>7}")
+    print(f"{'case':<21} {'median ms':>10} {'ratio':>7}")
     for name in names:
         ratios = [value / base for value, base in zip(samples[name], floor, strict=True)]
         median_ms = statistics.median(samples[name]) * 1000
-        print(f"{name:<18} {median_ms:>10.1f} {statistics.median(ratios):>6.2f}x")
+        print(f"{name:<21} {median_ms:>10.1f} {statistics.median(ratios):>6.2f}x")
     floor_s = statistics.median(floor)
     print(
-        f"{'round trip':<18} {round_trip * 1000:>10.3f} {round_trip / floor_s:>6.3f}x"
+        f"{'round trip':<21} {round_trip * 1000:>10.3f} {round_trip / floor_s:>6.3f}x"
         f"  (in-process client, {args.calls} calls)"
     )
 

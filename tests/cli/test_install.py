@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loopwatch.cli import main
+from loopwatch.cli import _install, main
 from loopwatch.cli._install import (
     AGENT_SPECS,
     BACKUP_SUFFIX,
@@ -336,6 +336,19 @@ def test_opencode_leaves_a_foreign_plugin_alone(
         ("loopwatch hook codex --config /x.json", "codex", True),
         ("/usr/bin/python3 -m loopwatch.cli hook gemini", "gemini", True),
         ("'/My Tools/loopwatch' hook cursor", "cursor", True),
+        (
+            "/usr/bin/python3 -S /venv/lib/site-packages/loopwatch/_hook_entry.py hook codex",
+            "codex",
+            True,
+        ),
+        (
+            "'/My Py/python' -S '/My Src/loopwatch/_hook_entry.py' hook gemini --config /x",
+            "gemini",
+            True,
+        ),
+        ("/usr/bin/python3 -S /src/loopwatch/_hook_entry.py hook codexx", "codex", False),
+        ("/usr/bin/python3 -S /src/myloopwatch/_hook_entry.py hook codex", "codex", False),
+        ("/usr/bin/python3 -S /src/loopwatch/_hook_entry.py scan hook codex", "codex", False),
         ("loopwatch hook codexx", "codex", False),
         ("myloopwatch hook codex", "codex", False),
         ("loopwatch hook claude-code", "codex", False),
@@ -347,15 +360,18 @@ def test_which_commands_are_loopwatchs(command: object, agent: str, ours: bool) 
     assert is_loopwatch_command(command, agent) is ours
 
 
-def test_the_default_command_finds_loopwatch_or_falls_back(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+def test_the_command_runs_this_python_without_site_on_the_entry_script(
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("PATH", str(tmp_path))
+    import loopwatch
+
+    script = Path(loopwatch.__file__).resolve().parent / "_hook_entry.py"
+    assert script.is_file()
+    assert hook_argv("codex") == [sys.executable, "-S", str(script), "hook", "codex"]
+    assert is_loopwatch_command(hook_command("codex"), "codex")
+    # Without the script as a file (a zipped install): this Python's -m loopwatch.cli.
+    monkeypatch.setattr(_install, "entry_script", lambda: None)
     assert hook_argv("codex") == [sys.executable, "-m", "loopwatch.cli", "hook", "codex"]
-    exe = tmp_path / "loopwatch"
-    exe.write_text("#!/bin/sh\n")
-    exe.chmod(0o755)
-    assert hook_argv("codex") == [str(exe), "hook", "codex"]
     assert is_loopwatch_command(hook_command("codex"), "codex")
 
 

@@ -31,8 +31,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("HOME", str(tmp_path))
     for variable in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_CONFIG_HOME", "LOOPWATCH_STORE"):
         monkeypatch.delenv(variable, raising=False)
-    # No `loopwatch` on PATH: the command is this Python with -m loopwatch.cli (this tree).
-    monkeypatch.setattr(_install.shutil, "which", lambda name: None)
+    # The command install writes is this Python's (sys.executable), whatever is on PATH.
     return tmp_path
 
 
@@ -66,7 +65,7 @@ def test_install_writes_a_command_the_hook_accepts(
     path = _install.target_file(_install.AGENT_SPECS[agent], project=False)
     commands = written_commands(agent, path)
     for argv in commands:
-        assert argv[:3] == [sys.executable, "-m", "loopwatch.cli"]
+        assert argv[:3] == [sys.executable, "-S", str(_install.entry_script())]
         hook_args = argv[4:]
         assert argv[3] == "hook" and hook_args[0] == agent
         parsed = build_parser().parse_args(hook_args)

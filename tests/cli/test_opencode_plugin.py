@@ -76,9 +76,8 @@ DRIVER = textwrap.dedent(
 def run_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **env: str) -> dict[str, Any]:
     node = shutil.which("node")
     assert node, "the OpenCode plugin test needs node on PATH (deselect with -m 'not node')"
-    monkeypatch.setattr(_install.shutil, "which", lambda name: None)
-    command = _install.hook_argv("opencode")
-    assert command[-3:] == ["loopwatch.cli", "hook", "opencode"]
+    command = _install.hook_argv("opencode")  # python -S .../loopwatch/_hook_entry.py hook ...
+    assert command[1:] == ["-S", str(_install.entry_script()), "hook", "opencode"]
     plugin = tmp_path / "loopwatch.mjs"
     plugin.write_text(render_plugin(command), encoding="utf-8")
     (tmp_path / "driver.mjs").write_text(DRIVER, encoding="utf-8")

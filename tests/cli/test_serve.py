@@ -31,6 +31,7 @@ from hypothesis import strategies as st
 import loopwatch.hooks
 from loopwatch import LoopGuard, serve
 from loopwatch._serve_api import Dispatcher, encode_reply
+from loopwatch.cli._install import hook_argv
 from loopwatch.serve import MAX_REQUEST_BYTES, ServeError
 
 SERVE = [sys.executable, "-m", "loopwatch.cli", "serve"]
@@ -572,12 +573,22 @@ def test_any_request_gets_an_envelope(dispatcher: Dispatcher, message: dict[str,
 # --- the hook process's warm path ----------------------------------------------------------
 
 
-def hook_process(socket_path: str, state: Path, stdin: str, *flags: str) -> tuple[str, int, str]:
+#: The hook commands: the one ``loopwatch install`` writes (``python -S`` and the entry
+#: script, with its own client) and ``python -m loopwatch.cli hook`` (``loopwatch.serve``).
+HOOK_COMMANDS = {
+    "installed": hook_argv("claude-code"),
+    "module": [sys.executable, "-m", "loopwatch.cli", "hook", "claude-code"],
+}
+
+
+def hook_process(
+    socket_path: str, state: Path, stdin: str, *flags: str, form: str = "installed"
+) -> tuple[str, int, str]:
     """The real ``loopwatch hook claude-code`` process, as Claude Code runs it."""
     env = {k: v for k, v in os.environ.items() if k != "LOOPWATCH_STORE"}
     env.update({"LOOPWATCH_SOCKET": socket_path, "XDG_STATE_HOME": str(state)})
     done = subprocess.run(
-        [sys.executable, "-m", "loopwatch.cli", "hook", "claude-code", *flags],
+        [*HOOK_COMMANDS[form], *flags],
         input=stdin,
         capture_output=True,
         text=True,
@@ -606,14 +617,17 @@ def claude_events(session: str, calls: int) -> list[str]:
     return events
 
 
-def test_a_hook_process_answers_through_serve_as_in_process(root: Path) -> None:
+@pytest.mark.parametrize("form", list(HOOK_COMMANDS))
+def test_a_hook_process_answers_through_serve_as_in_process(root: Path, form: str) -> None:
     # A memory:// store lives as long as its process: only a server keeps the history from
     # one hook process to the next, so a loop is caught only if every event went through it.
     running = start_server(root, "--store", "memory://", http=False)
     try:
         events = claude_events("warm", 5)
         remote = [
-            hook_process(running.socket_path, root / "hook-state", event, "--store", "memory://")
+            hook_process(
+                running.socket_path, root / "hook-state", event, "--store", "memory://", form=form
+            )
             for event in events
         ]
         local_guard = loopwatch.hooks.default_guard(store_url="memory://")
@@ -638,6 +652,7 @@ def test_a_hook_process_answers_through_serve_as_in_process(root: Path) -> None:
             "memory://",
             "--profile",
             "reference",
+            form=form,
         )
         assert other == ("", 0, "")
         assert (root / "hook-state" / "loopwatch" / "hook.log").exists()

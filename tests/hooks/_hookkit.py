@@ -1,7 +1,8 @@
 """Helpers for the hook tests: payloads from ``tests/data/hooks``, the real hook process.
 
-``HookRunner`` runs ``python -m loopwatch.cli hook <agent>`` as the agents do (stdin in,
-stdout out) with its own state folder, and can also feed events in this process through
+``HookRunner`` runs the command ``loopwatch install`` writes (``hook_argv``: ``python -S
+.../loopwatch/_hook_entry.py hook <agent>``) as the agents do (stdin in, stdout out) with its
+own state folder, and can also feed events in this process through
 ``run_hook`` on the same SQLite file: long loops are built up in-process, and the events
 that matter (the call that warns, the call that is blocked) go through the real process.
 """
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from loopwatch.cli._install import hook_argv
 from loopwatch.hooks import default_guard, run_hook
 from loopwatch.stores.sqlite import SqliteStore
 
@@ -149,10 +151,16 @@ class HookRunner:
         env.update(extra)
         return env
 
-    def process(self, agent: str, stdin: str, *flags: str, **env: str) -> Done:
-        """The real ``loopwatch hook`` process."""
+    def process(
+        self, agent: str, stdin: str, *flags: str, module: bool = False, **env: str
+    ) -> Done:
+        """The real hook process: the installed command, or ``python -m loopwatch.cli hook``
+        with ``module``."""
+        command = (
+            [sys.executable, "-m", "loopwatch.cli", "hook", agent] if module else hook_argv(agent)
+        )
         done = subprocess.run(
-            [sys.executable, "-m", "loopwatch.cli", "hook", agent, *flags],
+            [*command, *flags],
             input=stdin.encode("utf-8"),
             capture_output=True,
             env=self.env(**env),

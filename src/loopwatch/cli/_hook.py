@@ -115,11 +115,12 @@ def _emit(stdout: str, stderr: str = "") -> None:
         pass  # the agent closed the pipe: nothing left to tell it
 
 
-def _quick_options(arguments: Sequence[str]) -> tuple[str, dict[str, str | None]] | None:
-    """``(agent, hook options)`` of a plain agent event, read without argparse.
+def _event_flags(arguments: Sequence[str]) -> dict[str, str | None] | None:
+    """The value flags of a plain agent event (``AGENT [--store X] ...``), read without
+    argparse (a few milliseconds of a hook to import and build).
 
-    ``None`` for anything unusual (no agent, an unknown flag, ``--help``): the warm path
-    is skipped and the full parser decides, so the two never disagree on a command line.
+    ``None`` for anything unusual (no agent, an unknown or abbreviated flag, ``--help``):
+    the full parser decides then, so the two never disagree on a command line.
     """
     if not arguments or arguments[0].startswith("-"):
         return None
@@ -137,10 +138,33 @@ def _quick_options(arguments: Sequence[str]) -> tuple[str, dict[str, str | None]
         values[name] = value
     if values["--profile"] not in (None, "reference", "adaptive"):
         return None
+    return values
+
+
+def _quick_options(arguments: Sequence[str]) -> tuple[str, dict[str, str | None]] | None:
+    """``(agent, hook options)`` of a plain agent event (see :func:`_event_flags`)."""
+    values = _event_flags(arguments)
+    if values is None:
+        return None
     from loopwatch.serve import hook_options
 
     options = hook_options(values["--store"], values["--config"], values["--profile"])
     return arguments[0], options
+
+
+def _plain_event(arguments: Sequence[str]) -> Any:
+    """The parsed arguments of a plain agent event (argparse's names), else ``None``."""
+    values = _event_flags(arguments)
+    if values is None:
+        return None
+    from types import SimpleNamespace
+
+    return SimpleNamespace(
+        agent=arguments[0],
+        store=values["--store"],
+        config=values["--config"],
+        profile=values["--profile"],
+    )
 
 
 def _try_serve(arguments: Sequence[str], payload: str) -> tuple[str, int, str] | None:
@@ -172,7 +196,17 @@ def _run_agent(agent: str, args: argparse.Namespace, payload: str | None) -> int
             _emit(fallback.stdout)
             return 0
     try:
-        guard = default_guard(args.store, args.config, args.profile)
+        try:
+            guard = default_guard(args.store, args.config, args.profile)
+        except ImportError:
+            # Started with ``python -S`` (the installed command): a JSON5 config or a
+            # Redis store needs site-packages; load ``site`` and try once more.
+            if "site" in sys.modules:
+                raise
+            import site
+
+            site.main()
+            guard = default_guard(args.store, args.config, args.profile)
     except Exception as exc:
         # A broken store or config: allow the call, say why in the log.
         log.error("loopwatch hook %s: no guard (%s: %s); allowing", agent, type(exc).__name__, exc)
@@ -189,19 +223,23 @@ def _run_agent(agent: str, args: argparse.Namespace, payload: str | None) -> int
     return result.exit_code
 
 
-def main(argv: Sequence[str]) -> int:
-    """Run ``loopwatch hook ...``; for an agent event, exit 0 whatever happens."""
+def main(argv: Sequence[str], *, payload: str | None = None, try_server: bool = True) -> int:
+    """Run ``loopwatch hook ...``; for an agent event, exit 0 whatever happens.
+
+    ``payload`` is the event when the caller already read stdin (the installed command,
+    :mod:`loopwatch._hook_client`, which also asked the server already: ``try_server``
+    false).
+    """
     arguments = list(argv)
     if arguments and arguments[0] == STATUS:
         return status_main(arguments)
-    payload: str | None = None
     asks_help = bool({"-h", "--help"} & set(arguments))
-    if arguments and not arguments[0].startswith("-") and not asks_help:
+    if payload is None and arguments and not arguments[0].startswith("-") and not asks_help:
         try:
             payload = _read_stdin()
         except (OSError, ValueError):
             payload = None  # read again (and logged) by the in-process path
-    if payload is not None:
+    if payload is not None and try_server:
         warm = _try_serve(arguments, payload)
         if warm is not None:
             _emit(warm[0], warm[2])
@@ -212,7 +250,7 @@ def main(argv: Sequence[str]) -> int:
     log = logging.getLogger("loopwatch.hooks")
     agent = arguments[0] if arguments and not arguments[0].startswith("-") else ""
     try:
-        args = build_parser().parse_args(arguments)
+        args = _plain_event(arguments) or build_parser().parse_args(arguments)
     except _ArgumentError as exc:
         log.error("loopwatch hook: %s (arguments %r); allowing", exc, arguments)
         from loopwatch.hooks import fail_open_result

@@ -19,8 +19,9 @@ docs or source, 2026-12):
 
 Every write backs the file up first (``<file>.loopwatch.bak``), keeps the user's settings and
 key order, and is idempotent. A handler is loopwatch's when its command runs
-``loopwatch hook <agent>`` (the executable or ``-m loopwatch.cli``): uninstall removes those
-and nothing else. A settings file that is not valid JSON is refused, never overwritten.
+``loopwatch hook <agent>`` (the executable, ``-m loopwatch.cli`` or the entry script
+``loopwatch/_hook_entry.py``, which install writes): uninstall removes those and nothing
+else. A settings file that is not valid JSON is refused, never overwritten.
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ import copy
 import os
 import re
 import shlex
-import shutil
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -184,15 +184,34 @@ AGENT_SPECS: Final[dict[str, AgentSpec]] = {
 # --- the hook command ---------------------------------------------------------------------
 
 
-def hook_argv(agent: str, config_file: str | None = None) -> list[str]:
-    """The hook's command as an argv list.
+#: The installed command's entry script, in the ``loopwatch`` package (see its docstring).
+ENTRY_SCRIPT: Final = "_hook_entry.py"
 
-    The absolute path of the ``loopwatch`` executable when it is on ``PATH`` (agents run
-    hooks with their own environment, so a bare name may not resolve), else this Python
-    running ``-m loopwatch.cli``.
+
+def entry_script() -> Path | None:
+    """The absolute path of the entry script of the ``loopwatch`` package that runs this
+    code (an editable install's included: this is where the package really is), or
+    ``None`` when it is not a plain file (a zipped install)."""
+    import loopwatch
+
+    path = Path(loopwatch.__file__).resolve().parent / ENTRY_SCRIPT
+    return path if path.is_file() else None
+
+
+def hook_argv(agent: str, config_file: str | None = None) -> list[str]:
+    """The hook's command as an argv list: ``<python> -S <entry script> hook AGENT``.
+
+    The absolute ``sys.executable`` of this install (agents run hooks with their own
+    ``PATH``; a venv's interpreter finds its own prefix without being activated) with
+    ``-S``: ``site`` and its ``.pth`` files often cost more than the interpreter's start,
+    and the entry script (see :mod:`loopwatch._hook_client`) finds the package by its own path
+    instead. Without an entry script file, ``<python> -m loopwatch.cli hook AGENT``.
     """
-    exe = shutil.which("loopwatch")
-    argv = [exe] if exe else [sys.executable, "-m", "loopwatch.cli"]
+    script = entry_script()
+    if script is not None and sys.executable:
+        argv = [sys.executable, "-S", str(script)]
+    else:
+        argv = [sys.executable, "-m", "loopwatch.cli"]
     argv += ["hook", agent]
     if config_file:
         argv += ["--config", os.path.abspath(config_file)]
@@ -205,11 +224,16 @@ def hook_command(agent: str, config_file: str | None = None) -> str:
 
 
 def is_loopwatch_command(command: object, agent: str) -> bool:
-    """Whether a handler's command runs ``loopwatch hook <agent>`` (so it is ours)."""
+    """Whether a handler's command runs ``loopwatch hook <agent>`` (so it is ours): the
+    ``loopwatch`` executable, ``-m loopwatch.cli`` or the entry script
+    (``.../loopwatch/_hook_entry.py``), then ``hook <agent>``."""
     if not isinstance(command, str):
         return False
     pattern = (
-        r"(?:^|[\s/\\'\"])loopwatch(?:\.exe)?(?:\.cli)?['\"]?\s+hook\s+"
+        r"(?:(?:^|[\s/\\'\"])loopwatch(?:\.exe)?(?:\.cli)?"
+        r"|[/\\]loopwatch[/\\]"
+        + re.escape(ENTRY_SCRIPT)
+        + r")['\"]?\s+hook\s+"
         + re.escape(agent)
         + r"(?=$|[\s'\"])"
     )

@@ -14,8 +14,6 @@ import stat
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-import json5
-
 from loopwatch.config.openclaw import validate_whole
 from loopwatch.errors import ConfigError, ConfigIssue
 
@@ -137,6 +135,10 @@ def _load(path: str | os.PathLike[str], shadowed: list[ConfigIssue]) -> dict[str
             config = json.loads(text, object_pairs_hook=keep_pairs)
         except ValueError:
             duplicates.clear()
+            # Imported here: a hook process with no config file (or a plain JSON one)
+            # never pays for it, and ``python -S`` hooks may not see site-packages.
+            import json5
+
             config = json5.loads(text, object_pairs_hook=keep_pairs)
     except RecursionError as exc:
         raise ConfigError([ConfigIssue("", "JSON5 nesting too deep")]) from exc

@@ -11,6 +11,17 @@ Answers: ``{"permission": "deny", "user_message": ..., "agent_message": ...}`` b
 a warning is ``additional_context`` of the post event. Cursor has no documented way for a
 post hook to end the run, so the abort message goes to the model the same way. Cursor
 treats invalid JSON from a permission hook as a block, so loopwatch always prints JSON.
+
+Checked 2026-12 (issue 14) against secondary sources, Cursor's own docs page not being in
+the searchable corpus: a third-party reading of Cursor CLI build 2026.09.18's bundle
+(``executeCommandHook``) and two hook adapters' contract tables agree that ``preToolUse``
+is a permission hook (``permission`` / ``user_message`` / ``agent_message``; invalid or
+schema-invalid JSON blocks the tool), that the ``postToolUse`` / ``postToolUseFailure``
+answer is reduced to ``additional_context`` (appended after the tool result;
+``updated_mcp_tool_output`` only for MCP tools), that ``tool_output`` is a JSON *string*
+and that a failure carries ``error_message``. One limit from the bundle reading: an
+``additional_context`` longer than 10,000 characters is dropped whole, not truncated
+(loopwatch's warnings are short: tool names and counts).
 """
 
 from __future__ import annotations

@@ -13,14 +13,15 @@ from collections.abc import Mapping
 from typing import Final
 
 from loopwatch.core.fingerprint import sha256_hex
+from loopwatch.core.lazyre import lazy_compile
 
-_SOFT_FAILURE_PREFIX: Final = re.compile(r"\A\s*(?:ERROR|Error|error)\s*[:!]")
+_SOFT_FAILURE_PREFIX: Final = lazy_compile(r"\A\s*(?:ERROR|Error|error)\s*[:!]")
 # SWE-agent's edit command: the edit was rejected and not applied.
-_SWE_AGENT_REJECTED: Final = re.compile(r"Your proposed edit has introduced new syntax error")
+_SWE_AGENT_REJECTED: Final = lazy_compile(r"Your proposed edit has introduced new syntax error")
 # mini-swe-agent: a non-zero exit wrapped into the observation.
-_RETURNCODE: Final = re.compile(r"\A\s*<returncode>\s*[1-9]\d*\s*</returncode>")
+_RETURNCODE: Final = lazy_compile(r"\A\s*<returncode>\s*[1-9]\d*\s*</returncode>")
 # OpenClaw exec: the exit status appended to the output.
-_EXITED_WITH: Final = re.compile(r"\(Command exited with code [1-9]\d*\)\s*\Z")
+_EXITED_WITH: Final = lazy_compile(r"\(Command exited with code [1-9]\d*\)\s*\Z")
 #: How far into a result the in-band failure markers are looked for (they come first, or, for
 #: the exit status, in the last 200 characters): a huge output costs no more than a small one.
 _SOFT_SCAN_CHARS: Final = 20_000
@@ -81,21 +82,21 @@ def result_failure_text(result: object) -> str | None:
     return None
 
 
-_QUOTED: Final = re.compile(r"'[^'\n]{0,400}'|\"[^\"\n]{0,400}\"|`[^`\n]{0,400}`")
-_UUID: Final = re.compile(
+_QUOTED: Final = lazy_compile(r"'[^'\n]{0,400}'|\"[^\"\n]{0,400}\"|`[^`\n]{0,400}`")
+_UUID: Final = lazy_compile(
     r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
 )
-_HEX: Final = re.compile(
+_HEX: Final = lazy_compile(
     r"\b0x[0-9a-fA-F]+\b|\b(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,}\b"
 )
 # A path starts where a token starts: trying every position inside a long token would be
 # quadratic in its length.
-_PATH: Final = re.compile(r"(?<![\w.~…-])(?:[A-Za-z]:)?[\w.~…-]*(?:[\\/](?:[\w.~…-]*[\w~…-])?)+")
-_NUMBER: Final = re.compile(r"[-+]?\d+(?:\.\d+)?")
-_SPACES: Final = re.compile(r"\s+")
+_PATH: Final = lazy_compile(r"(?<![\w.~…-])(?:[A-Za-z]:)?[\w.~…-]*(?:[\\/](?:[\w.~…-]*[\w~…-])?)+")
+_NUMBER: Final = lazy_compile(r"[-+]?\d+(?:\.\d+)?")
+_SPACES: Final = lazy_compile(r"\s+")
 #: A run this long without whitespace is data, not words (linear: at most 120 steps a start).
-_LONG_TOKEN: Final = re.compile(r"\S{120,}")
-_BARE_STATUS: Final = re.compile(
+_LONG_TOKEN: Final = lazy_compile(r"\S{120,}")
+_BARE_STATUS: Final = lazy_compile(
     r"(?:(?:command )?(?:return ?code|exit(?:ed with)? (?:code|status)|status|code)\s*:?\s*)?"
     r"(?:<n>)?|(?:timeout|timed out|error|failed|failure|aborted)"
 )
@@ -208,7 +209,7 @@ def classify_error(text: str, params: object = None) -> str | None:
 #: the user", "… cancelled/aborted/interrupted by the user". Not matched on purpose:
 #: "Permission denied" (a file mode or a sandbox: retrying fails again) and Claude Code's
 #: "Permission for this tool use was denied" (a standing rule, not a prompt answered no).
-_DISMISSED: Final = re.compile(
+_DISMISSED: Final = lazy_compile(
     r"the user doesn't want to (?:proceed with this tool use|take this action)"
     r"|\[request interrupted by user"
     r"|cancell?ed: parallel tool call"
@@ -232,7 +233,7 @@ def is_dismissal(text: str) -> bool:
 
 #: Spans that differ between two runs of the same failing command: ISO timestamps, clock
 #: times, retry counters, durations, process ids (OpenClaw 8.1's ``failureIdentityHash``).
-_VOLATILE: Final = re.compile(
+_VOLATILE: Final = lazy_compile(
     r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?"
     r"|\b\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d{1,9})?)?\b"
     r"|\b(?:attempt|retry|retries|try)\s{0,3}#?\s{0,3}\d{1,9}(?:\s{0,3}(?:/|of)\s{0,3}\d{1,9})?"
@@ -263,24 +264,27 @@ def mask_volatile(text: str) -> str:
 # --- typed errors: one error code across varying arguments ---------------------------------
 
 _ERROR_CODES: Final = (
-    ("errno", re.compile(r"\[Errno (\d{1,5})\]")),
+    ("errno", lazy_compile(r"\[Errno (\d{1,5})\]")),
     (
         "errno",
-        re.compile(
+        lazy_compile(
             r"\b(E(?:NOENT|ACCES|PERM|EXIST|NOTDIR|ISDIR|NOTEMPTY|CONNREFUSED|CONNRESET|TIMEDOUT"
             r"|ADDRINUSE|NOSPC|ROFS|AGAIN|BUSY|PIPE|MFILE|HOSTUNREACH|NETUNREACH|INVAL|NOTFOUND))\b"
         ),
     ),
-    ("http", re.compile(r"\bHTTP(?:/\d(?:\.\d)?)?\s{0,3}(?:status\s{0,3})?:?\s{0,3}([1-5]\d\d)\b")),
     (
         "http",
-        re.compile(
+        lazy_compile(r"\bHTTP(?:/\d(?:\.\d)?)?\s{0,3}(?:status\s{0,3})?:?\s{0,3}([1-5]\d\d)\b"),
+    ),
+    (
+        "http",
+        lazy_compile(
             r"\bstatus(?:[ _]?code)?\\?\"?\s{0,3}[=:]\s{0,3}\"?([1-5]\d\d)\b", re.IGNORECASE
         ),
     ),
     (
         "http",
-        re.compile(
+        lazy_compile(
             r"\b([45]\d\d)\s(?:Not Found|Forbidden|Unauthorized|Bad Request|Conflict|Gone"
             r"|Too Many Requests|Internal Server Error|Bad Gateway|Service Unavailable"
             r"|Gateway Timeout|Unprocessable)"
@@ -288,7 +292,9 @@ _ERROR_CODES: Final = (
     ),
     (
         "code",
-        re.compile(r"\b(?:error[ _]?)?code\\?\"?\s{0,3}[=:]\s{0,3}\\?[\"']?([A-Za-z][\w.-]{1,39})"),
+        lazy_compile(
+            r"\b(?:error[ _]?)?code\\?\"?\s{0,3}[=:]\s{0,3}\\?[\"']?([A-Za-z][\w.-]{1,39})"
+        ),
     ),
 )
 #: How much of a failure text is searched for an error code (codes come early).
@@ -315,7 +321,7 @@ def error_code(text: str) -> str | None:
 #: "Read it first": Claude Code's ``Edit``/``Write`` refuse a file not read in this session
 #: ("File has not been read yet. Read it first before writing to it.") or changed since
 #: ("File has been modified since read … Read it again …"); a read of that file answers it.
-_NEEDS_READ: Final = re.compile(
+_NEEDS_READ: Final = lazy_compile(
     r"has not been read yet|read it (?:first|again)|must (?:first )?read (?:the|this) file"
     r"|modified since (?:it was )?(?:last )?read",
     re.IGNORECASE,

@@ -2,7 +2,7 @@
 
 The tool sets are plain constants (normalised names, SPEC §5.1); the shell heuristics read
 a command's text only, bounded, with linear-time patterns. Standard library only at run time,
-so :mod:`loopwatch.adaptive.settings` can build on it.
+so :mod:`loopwatch.detectors.adaptive.settings` can build on it.
 """
 
 from __future__ import annotations
@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final
+
+from loopwatch.core.lazyre import lazy_compile
 
 if TYPE_CHECKING:
     from loopwatch.detectors.adaptive.settings import AdaptiveConfig
@@ -70,7 +72,7 @@ READ_ONLY_ACTIONS: Final[frozenset[str]] = frozenset(
 
 
 _COMMAND_KEYS: Final = ("command", "cmd", "script")
-_HEREDOC_START: Final = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
+_HEREDOC_START: Final = lazy_compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
 
 _CMD_POS: Final = (
     r"(?:^|[\n;&|(`]|\$\(|\b(?:sudo|xargs|then|do|else|nohup|time|command)\b)[ \t]*"
@@ -79,50 +81,52 @@ _CMD_POS: Final = (
 #: In-place editors, judged per simple command: ``sed … -i`` / ``--in-place``, ``perl … -i``
 #: (regular expressions over whole commands would be quadratic on adversarial input).
 _IN_PLACE: Final = {
-    "sed": re.compile(r"-[A-Za-z]*i[\w.]*|--in-place(?:=\S*)?"),
-    "perl": re.compile(r"-[A-Za-z0-9]*i\S*"),
+    "sed": lazy_compile(r"-[A-Za-z]*i[\w.]*|--in-place(?:=\S*)?"),
+    "perl": lazy_compile(r"-[A-Za-z0-9]*i\S*"),
 }
-_SIMPLE_COMMANDS: Final = re.compile(r"[^\n;|&]+")
+_SIMPLE_COMMANDS: Final = lazy_compile(r"[^\n;|&]+")
 _SHELL_WRITES: Final = (
     # output redirection to a file (not a descriptor, not /dev/null)
-    re.compile(r"(?<![<>&\-=\d])(?:\d|&)?>>?(?![>&=(|])[ \t]*(?!/dev/null\b)[^\s|&;<>()]"),
+    lazy_compile(r"(?<![<>&\-=\d])(?:\d|&)?>>?(?![>&=(|])[ \t]*(?!/dev/null\b)[^\s|&;<>()]"),
     # file system verbs at a command position
-    re.compile(
+    lazy_compile(
         _CMD_POS + r"(?:rm|rmdir|mv|cp|mkdir|touch|ln|chmod|chown|truncate|install|patch|dd|rsync"
         r"|unzip(?!\s+-[lvtZ]))(?=\s|$)",
         re.MULTILINE,
     ),
-    re.compile(_CMD_POS + r"tar\s+-?[A-Za-z]*x", re.MULTILINE),
-    re.compile(r"\bfind\b[^\n;|&]{0,400}?\s-(?:delete|exec\s+(?:rm|mv|sed|chmod))\b"),
+    lazy_compile(_CMD_POS + r"tar\s+-?[A-Za-z]*x", re.MULTILINE),
+    lazy_compile(r"\bfind\b[^\n;|&]{0,400}?\s-(?:delete|exec\s+(?:rm|mv|sed|chmod))\b"),
     # version control that rewrites the working tree
-    re.compile(
+    lazy_compile(
         r"\bgit\s+(?:-C\s+\S+\s+)?(?:apply|am|checkout|restore|reset|stash|commit|merge|rebase"
         r"|cherry-pick|revert|mv|rm|switch|pull|clean)\b"
     ),
     # package installs change the environment
-    re.compile(
+    lazy_compile(
         r"\b(?:pip3?|uv\s+pip|python3?\s+-m\s+pip|conda|mamba|apt(?:-get)?|yum|dnf|apk|brew)"
         r"\s+(?:-\S{0,100}\s+){0,6}(?:install|add|uninstall|remove)\b"
     ),
-    re.compile(r"\b(?:npm|pnpm|yarn|bun)\s+(?:install|i|ci|add|remove|uninstall)\b"),
-    re.compile(r"\b(?:cargo|poetry|uv)\s+(?:add|install|remove)\b"),
+    lazy_compile(r"\b(?:npm|pnpm|yarn|bun)\s+(?:install|i|ci|add|remove|uninstall)\b"),
+    lazy_compile(r"\b(?:cargo|poetry|uv)\s+(?:add|install|remove)\b"),
 )
 _CODE_WRITES: Final = (
-    re.compile(r"\bopen\([^)\n]{0,300},\s*(?:mode\s*=\s*)?['\"](?:[wax]|r\+)[bt+]*['\"]"),
-    re.compile(r"\.write_(?:text|bytes)\("),
-    re.compile(r"(?<!stdout)(?<!stderr)(?<!sys)\.(?:write|writelines)\("),
-    re.compile(r"\bshutil\.(?:copy\w*|move|rmtree)\("),
-    re.compile(r"\bos\.(?:remove|unlink|rename|replace|makedirs|mkdir|rmdir|truncate)\("),
-    re.compile(r"\.(?:unlink|mkdir|rename|touch|rmdir)\("),
-    re.compile(r"\bjson\.dump\("),
-    re.compile(r"\bfs\.(?:writeFile|appendFile|writeFileSync|appendFileSync|rmSync|unlinkSync)\b"),
+    lazy_compile(r"\bopen\([^)\n]{0,300},\s*(?:mode\s*=\s*)?['\"](?:[wax]|r\+)[bt+]*['\"]"),
+    lazy_compile(r"\.write_(?:text|bytes)\("),
+    lazy_compile(r"(?<!stdout)(?<!stderr)(?<!sys)\.(?:write|writelines)\("),
+    lazy_compile(r"\bshutil\.(?:copy\w*|move|rmtree)\("),
+    lazy_compile(r"\bos\.(?:remove|unlink|rename|replace|makedirs|mkdir|rmdir|truncate)\("),
+    lazy_compile(r"\.(?:unlink|mkdir|rename|touch|rmdir)\("),
+    lazy_compile(r"\bjson\.dump\("),
+    lazy_compile(
+        r"\bfs\.(?:writeFile|appendFile|writeFileSync|appendFileSync|rmSync|unlinkSync)\b"
+    ),
 )
 
 
 #: Longest command text inspected: the writes that matter come first, and the regular
 #: expressions stay fast on huge heredocs.
 _MAX_SCAN_CHARS: Final = 50_000
-_INLINE_SHELL: Final = re.compile(
+_INLINE_SHELL: Final = lazy_compile(
     r"\b(?:ba|z|da)?sh\s+-[A-Za-z]*c\s+(['\"])((?:\\.|(?!\1).)*)\1", re.DOTALL
 )
 
@@ -306,10 +310,10 @@ _FIND_ACTIONS: Final = frozenset(
 )
 #: Longest command judged read-only (longer ones are scripts, and count as state-changing).
 _MAX_READ_ONLY_CHARS: Final = 10_000
-_SIMPLE_SPLIT: Final = re.compile(r"\$\(|[\n;|&()`]")
-_ASSIGNMENT: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+_SIMPLE_SPLIT: Final = lazy_compile(r"\$\(|[\n;|&()`]")
+_ASSIGNMENT: Final = lazy_compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 #: Descriptor redirections (``2>&1``, ``&>``, ``|&``): syntax, not command separators.
-_FD_REDIRECT: Final = re.compile(r"\d*>&\d*-?|&>>?|\|&")
+_FD_REDIRECT: Final = lazy_compile(r"\d*>&\d*-?|&>>?|\|&")
 
 
 def _git_reads(words: list[str]) -> bool:
@@ -396,7 +400,7 @@ DEFAULT_POLL_TOOLS: Final[frozenset[str]] = frozenset(
         "poll", "sleep", "task_output", "task_status", "wait", "wait_for",
     }
 )  # fmt: skip
-_SLEEP_FIRST: Final = re.compile(r"\A\s*sleep\s+\d")
+_SLEEP_FIRST: Final = lazy_compile(r"\A\s*sleep\s+\d")
 
 
 def is_poll_call(tool_name: str, params: object, config: AdaptiveConfig) -> bool:
@@ -442,7 +446,7 @@ def read_target(tool_name: str, params: object, config: AdaptiveConfig) -> str |
     return None
 
 
-_UNCHANGED_TEXT: Final = re.compile(
+_UNCHANGED_TEXT: Final = lazy_compile(
     r"\b(?:no changes (?:were |was )?(?:made|applied|needed)|file (?:is )?unchanged"
     r"|(?:content|file) (?:is )?already (?:up to date|identical)|nothing to change)\b",
     re.IGNORECASE,
