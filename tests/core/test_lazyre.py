@@ -8,9 +8,9 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from loopwatch.detectors.adaptive import failures, progress
 
 from loopwatch.core.lazyre import LazyPattern, lazy_compile
+from loopwatch.detectors.adaptive import failures, progress
 
 
 def _lazy_patterns(value: object) -> Iterator[LazyPattern]:
