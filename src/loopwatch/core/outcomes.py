@@ -335,10 +335,9 @@ def hash_tool_outcome(
     if error is not UNDEFINED:
         text = error_text(error)
         return OutcomeHash(_ERROR_PREFIX + digest(text), extract_unknown_tool_name(text))
-    kind = type(result)
-    if kind is str:  # the usual result of a shell tool: a text (checked first, it is cheap)
+    if type(result) is str:  # the usual result of a shell tool: a text (checked first, cheap)
         return OutcomeHash(digest(result))
-    if kind is not dict and not isinstance(result, Mapping):
+    if type(result) is not dict and not isinstance(result, Mapping):
         if result is UNDEFINED:
             return _NO_HASH
         return OutcomeHash(digest(result))

@@ -406,16 +406,28 @@ def _positive(kind: type[float] | type[int]) -> Callable[[str], Any]:
     return parse
 
 
-def _configure_logging(level: str, stream: TextIO) -> None:
-    """Send loopwatch's log lines to ``stream`` (stderr: stdout carries the protocol)."""
+def _configure_logging(level: str, stream: TextIO) -> Callable[[], None]:
+    """Send loopwatch's log lines to ``stream`` (stderr: stdout carries the protocol).
+
+    Returns the undo: ``main`` restores the logger when it returns, so a proxy run in a
+    process that goes on (a test, an embedding host) leaves no handler on a stream that
+    may be closed by then.
+    """
     root = logging.getLogger("loopwatch")
     for old in [h for h in root.handlers if getattr(h, "loopwatch_mcp_proxy", False)]:
         root.removeHandler(old)
     handler = logging.StreamHandler(stream)
     handler.setFormatter(logging.Formatter("%(name)s %(levelname)s %(message)s"))
     handler.loopwatch_mcp_proxy = True  # type: ignore[attr-defined]
+    previous = root.level
     root.addHandler(handler)
     root.setLevel(level)
+
+    def undo() -> None:
+        root.removeHandler(handler)
+        root.setLevel(previous)
+
+    return undo
 
 
 def main(argv: list[str]) -> int:
@@ -440,20 +452,23 @@ def main(argv: list[str]) -> int:
         parser.print_usage(sys.stderr)
         print(f"{PROG}: error: missing -- COMMAND [ARGS...]", file=sys.stderr)
         return 2
-    _configure_logging(args.log_level, sys.stderr)
+    restore_logging = _configure_logging(args.log_level, sys.stderr)
     try:
-        guard = _guard(args)
-    except ConfigError as exc:
-        print(f"{PROG}: error: {args.config}: {exc}", file=sys.stderr)
-        return 2
-    on_critical: OnCritical = args.on_critical
-    proxy = McpLoopProxy(
-        guard,
-        session_key=args.session,
-        agent_id=args.agent,
-        options=AdapterOptions(warn_model=args.warn_model, on_critical=on_critical),
-    )
-    return _process.run(args, command, proxy)
+        try:
+            guard = _guard(args)
+        except ConfigError as exc:
+            print(f"{PROG}: error: {args.config}: {exc}", file=sys.stderr)
+            return 2
+        on_critical: OnCritical = args.on_critical
+        proxy = McpLoopProxy(
+            guard,
+            session_key=args.session,
+            agent_id=args.agent,
+            options=AdapterOptions(warn_model=args.warn_model, on_critical=on_critical),
+        )
+        return _process.run(args, command, proxy)
+    finally:
+        restore_logging()
 
 
 __all__ = ["DEFAULT_SESSION", "LOOP_ERROR_CODE", "Flow", "McpLoopProxy", "main"]
