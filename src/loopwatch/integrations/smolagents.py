@@ -37,9 +37,6 @@ which keeps its history across ``run`` calls like the agent's own memory with
 from __future__ import annotations
 
 import functools
-import json
-import threading
-from collections import deque
 from collections.abc import Callable, Generator
 from typing import Any, Final, TypeVar
 
@@ -59,6 +56,7 @@ from loopwatch.adapter import (
     Admissions,
     IdSource,
     OnCritical,
+    QueuedIds,
     ToolCall,
     unknown_tool_error,
 )
@@ -82,20 +80,14 @@ def _resolve(source: IdSource) -> object:
     return source() if callable(source) else source
 
 
-def _signature(tool_name: str, arguments: object) -> str:
-    """Which calls of one model message are interchangeable: same tool, same arguments."""
-    return f"{tool_name}\x00{json.dumps(arguments, sort_keys=True, default=repr)}"
-
-
 class _Guarded:
     """The wrapped ``execute_tool_call`` (and ``process_tool_calls``) of one agent.
 
     smolagents hands ``execute_tool_call`` a call's name and arguments but not its id, and
     runs the calls of one message in a thread pool. ``process_tool_calls``, which sees the
-    whole message, queues each call's id under its signature and admits the message's calls
-    together (``guard.before_batch``); each ``execute_tool_call`` then takes the id queued
-    under its signature, and with it the batch's decision. Calls with the same signature
-    are interchangeable, so which of them gets which id does not matter.
+    whole message, queues each call's id (:class:`QueuedIds`) and admits the message's calls
+    together (``guard.before_batch``); each ``execute_tool_call`` then takes an id queued
+    under its name and arguments, and with it the batch's decision.
     """
 
     def __init__(
@@ -116,8 +108,7 @@ class _Guarded:
         self.agent_id = agent_id
         self.options = options
         self.admissions = Admissions()
-        self._queued: dict[str, deque[str]] = {}
-        self._lock = threading.Lock()
+        self.ids = QueuedIds()
 
     def _call(self, tool_name: str, arguments: object, call_id: object) -> ToolCall:
         return ToolCall(
@@ -131,11 +122,6 @@ class _Guarded:
             options=self.options,
         )
 
-    def _take_id(self, tool_name: str, arguments: object) -> str | None:
-        with self._lock:
-            queued = self._queued.get(_signature(tool_name, arguments))
-            return queued.popleft() if queued else None
-
     def process(self, chat_message: ChatMessage, memory_step: Any) -> Generator[Any, None, None]:
         """Queue the message's call ids and admit its calls together, then process them."""
         calls = [
@@ -143,10 +129,7 @@ class _Guarded:
             for c in chat_message.tool_calls or ()
             if c.function.name != FINAL_ANSWER
         ]
-        with self._lock:
-            self._queued.clear()  # ids a previous message left unused
-            for name, arguments, call_id in calls:
-                self._queued.setdefault(_signature(name, arguments), deque()).append(call_id)
+        self.ids.queue(calls)
         self.admissions.admit(self.guard, [self._call(*call) for call in calls])
         yield from self.inner_process(chat_message, memory_step)
 
@@ -154,7 +137,7 @@ class _Guarded:
         if tool_name == FINAL_ANSWER:
             return self.inner(tool_name, arguments)  # ends the run: nothing to guard
         tc = self.admissions.take(
-            self._call(tool_name, arguments, self._take_id(tool_name, arguments))
+            self._call(tool_name, arguments, self.ids.take(tool_name, arguments))
         )
         tc.start()
         if tc.blocked:
