@@ -218,14 +218,16 @@ def check_answers(
         assert loop_error(error) is not None, error
     else:
         assert error is None, error
+    per_turn = scenario.script.per_turn
     if scenario.warned_at is not None:
-        warned = [i for i, text in enumerate(read) if str(scenario.warning) in text]
-        assert warned[:1] == [scenario.warned_at], read
+        # The calls of one message may be answered in any order (they ran concurrently):
+        # the warning must ride on an answer of the right message.
+        warned = [i // per_turn for i, text in enumerate(read) if str(scenario.warning) in text]
+        assert warned[:1] == [scenario.warned_at // per_turn], read
     if scenario.first_block is not None:
         first = next(i for i, text in enumerate(read) if is_block(text))
         assert first == scenario.first_block, read
-        # The calls of one message may be answered in any order (they ran concurrently).
-        turn = read[first : first + scenario.script.per_turn]
+        turn = read[first : first + per_turn]
         assert any(str(scenario.first_block_message) in text for text in turn), read
     if scenario.blocked_message is not None:
         assert any(scenario.blocked_message in text for text in read)
