@@ -2,11 +2,11 @@
 
 CrewAI pins ``pydantic<2.13``, ``openai<3`` and ``mcp<2``, so it cannot be installed beside
 the other extras and this module is not collected by the default run (its name does not
-start with ``test_``). Run it explicitly, in an environment with ``loopwatch[crewai,dev]``::
+start with ``test_``). ``.ci/run`` runs it in a virtualenv of its own, as the README
+("Try it on a fresh machine") shows::
 
-    python -m venv /tmp/venv-crewai && /tmp/venv-crewai/bin/pip install crewai pytest \\
-        pytest-asyncio hypothesis json5
-    PYTHONPATH=src /tmp/venv-crewai/bin/python -m pytest -q tests/integrations/crewai_tier.py
+    python -m venv /tmp/venv-crewai && /tmp/venv-crewai/bin/python -m pip install -e ".[crewai,dev]"
+    /tmp/venv-crewai/bin/python -m pytest -q tests/integrations/crewai_tier.py
 """
 
 from __future__ import annotations
