@@ -11,6 +11,7 @@ start with ``test_``). ``.ci/run`` runs it in a virtualenv of its own, as the RE
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -101,13 +102,14 @@ def hooks_of() -> Iterator[list[LoopGuardToolHooks]]:
 # pool; the hooks admit them together (from the executor's latest assistant message), so
 # the parallel row gives the batch figures (18 runs, 42 blocks). Under "recover" the second
 # critical cannot raise through a hook: the next model call is stopped and CrewAI ends the
-# run with its own error, the loop error kept on the hooks. Crew.kickoff is synchronous
-# (kickoff_async runs it in a thread).
+# run with its own error, the loop error kept on the hooks. Sync: Crew.kickoff; async:
+# Crew.akickoff (native async execution).
 @pytest.mark.parametrize(
     "scenario", [BY_NAME["recover"], BY_NAME["parallel"]], ids=lambda s: s.name
 )
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
 def test_the_matrix_recover_and_parallel(
-    scenario: Scenario, hooks_of: list[LoopGuardToolHooks]
+    scenario: Scenario, asynchronous: bool, hooks_of: list[LoopGuardToolHooks]
 ) -> None:
     guard, events = make_guard()
     hooks = LoopGuardToolHooks(
@@ -122,7 +124,8 @@ def test_the_matrix_recover_and_parallel(
     crew, llm = make_crew(scenario.script, tools, max_retry_limit=0)
     error: BaseException | None = None
     try:
-        assert str(crew.kickoff()) == "done"
+        result = asyncio.run(crew.akickoff()) if asynchronous else crew.kickoff()
+        assert str(result) == "done"
     except LLMCallBlockedError:  # CrewAI's own error for the stopped model call
         error = hooks.loop_error
     read = [str(r) for r in llm.__dict__["read"]]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -98,10 +99,11 @@ def as_text(response: dict[str, Any]) -> str:
 # The recover and parallel rows. ADK runs the calls of one response concurrently; the
 # plugin admits them together from the response event (``on_event_callback``), so the
 # parallel row gives the batch figures (18 runs, 42 blocks), not the sequential 20 / 40.
+@pytest.mark.parametrize("asynchronous", [True, False], ids=["async", "sync"])
 @pytest.mark.parametrize(
     "scenario", [BY_NAME["recover"], BY_NAME["parallel"]], ids=lambda s: s.name
 )
-async def test_the_matrix_recover_and_parallel(scenario: Scenario) -> None:
+def test_the_matrix_recover_and_parallel(scenario: Scenario, asynchronous: bool) -> None:
     guard, events = make_guard()
     tools = Tools()
     plugin = LoopGuardPlugin(guard, on_critical=scenario.on_critical)  # type: ignore[arg-type]
@@ -109,7 +111,13 @@ async def test_the_matrix_recover_and_parallel(scenario: Scenario) -> None:
     seen: list[Any] = []
     error: BaseException | None = None
     try:
-        await run_async(runner, into=seen)
+        if asynchronous:
+            asyncio.run(run_async(runner, into=seen))
+        else:
+            runner.session_service.create_session_sync(
+                app_name="app", user_id=USER, session_id="s-1"
+            )
+            seen.extend(runner.run(user_id=USER, session_id="s-1", new_message=message()))
     except RuntimeError as exc:  # ADK wraps what a plugin raises
         error = exc
         assert loop_error(exc) is not None
