@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Final, TypeAlias
 
@@ -77,6 +78,8 @@ IdSource: TypeAlias = "str | Callable[[Any], object] | None"
 TOOL_ERROR_PREFIX: Final = "Error executing tool:"
 #: CrewAI's text for a call of a tool the agent does not have.
 TOOL_NOT_FOUND: Final = "Tool not found"
+#: How many admitted model messages are remembered (one per agent running at once).
+MAX_TURNS: Final = 64
 
 
 class LoopGuardToolHooks:
@@ -112,8 +115,9 @@ class LoopGuardToolHooks:
         self._pending: dict[int, ToolCall] = {}
         self._stopped: set[object] = set()
         self._admissions = Admissions()
-        self._ids = QueuedIds()
-        self._turn: object = None  # the assistant message whose calls were admitted last
+        # The assistant messages whose calls were admitted (held, so their ids stay
+        # theirs), newest last: agents of one crew may run at once.
+        self._turns: OrderedDict[int, tuple[object, QueuedIds]] = OrderedDict()
         self._lock = threading.Lock()
 
     # --- registration ------------------------------------------------------------------
@@ -153,33 +157,40 @@ class LoopGuardToolHooks:
             options=self.options,
         )
 
-    def _admit_turn(self, context: Any) -> None:
-        """Admit the calls of the model message this call belongs to, once per message.
+    def _admit_turn(self, context: Any) -> QueuedIds | None:
+        """Admit the calls of the model message this call belongs to, once per message;
+        the message's queued call ids (``None`` without a message).
 
         CrewAI runs one message's native tool calls in a thread pool and gives the hooks
         no call id; the message itself (with its calls' ids) is already the executor's
         latest assistant message. Its calls are decided together (``guard.before_batch``)
-        and their ids queued for the hooks of each call.
+        and their ids queued, per message, for the hooks of each call.
         """
         message = _latest_tool_message(context)
         if message is None:
-            return
+            return None
         with self._lock:
-            if message is self._turn:
-                return
-            self._turn = message
+            seen = self._turns.get(id(message))
+            if seen is not None and seen[0] is message:
+                return seen[1]
+            ids = QueuedIds()
+            self._turns[id(message)] = (message, ids)
+            while len(self._turns) > MAX_TURNS:
+                self._turns.popitem(last=False)
             calls = _message_calls(message)
-            self._ids.queue(calls)
+            ids.queue(calls)
             batch = [self._call(context, name, args, call_id) for name, args, call_id in calls]
             # Still under the lock: a sibling's hook (another thread) must find the
             # decisions stored before it takes its own.
             self._admissions.admit(self.guard, batch)
+            return ids
 
     def before_tool_call(self, context: Any) -> bool | None:
         """Ask the guard (or take the decision of the call's message); ``False`` blocks."""
         name, args = str(context.tool_name), dict(context.tool_input or {})
-        self._admit_turn(context)
-        tc = self._admissions.take(self._call(context, name, args, self._ids.take(name, args)))
+        ids = self._admit_turn(context)
+        call_id = ids.take(name, args) if ids is not None else None
+        tc = self._admissions.take(self._call(context, name, args, call_id))
         self._pending[id(context.tool_input)] = tc
         try:
             tc.start()
