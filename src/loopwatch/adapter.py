@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar, overload
 from loopwatch.calls import ToolCall, call
 from loopwatch.integrations._guarded import (
     Admissions,
+    QueuedIds,
     TextTranslator,
     Translator,
     aguarded_call,
@@ -271,6 +272,7 @@ __all__ = [
     "IdSource",
     "OnCritical",
     "Outcome",
+    "QueuedIds",
     "SessionCache",
     "StreamGuards",
     "TextTranslator",

@@ -117,18 +117,23 @@ class LoopScript:
         final: the final answer's text.
         stop_on: text that makes the model stop when it reads it (``None``: never stop
             early).
+        per_turn: how many calls each model message carries (parallel tool calls, the
+            next ``per_turn`` calls of the cycle); see :meth:`next_calls`.
     """
 
     calls: tuple[tuple[str, dict[str, Any]], ...] = (DEFAULT_LOOP_CALL,)
     times: int = 60
     final: str = "done"
     stop_on: str | None = None
+    per_turn: int = 1
 
     def __post_init__(self) -> None:
         if not self.calls:
             raise ValueError("a LoopScript needs at least one call")
         if self.times < 0:
             raise ValueError(f"times must be >= 0, not {self.times}")
+        if self.per_turn < 1:
+            raise ValueError(f"per_turn must be >= 1, not {self.per_turn}")
 
     def next_call(self, read: Sequence[object]) -> tuple[str, dict[str, Any]] | None:
         """The next call, given the tool results read so far, or ``None`` to answer."""
@@ -139,6 +144,21 @@ class LoopScript:
         name, args = self.calls[len(read) % len(self.calls)]
         return name, dict(args)
 
+    def next_calls(self, read: Sequence[object]) -> list[tuple[str, dict[str, Any]]]:
+        """The calls of the model's next message (empty: answer with :attr:`final`).
+
+        The next ``per_turn`` calls of the cycle, never past ``times`` results in all, so a
+        framework that runs one message's calls in parallel sees them as one turn.
+        """
+        if self.next_call(read) is None:
+            return []
+        start = len(read)
+        end = min(start + self.per_turn, self.times)
+        return [
+            (self.calls[i % len(self.calls)][0], dict(self.calls[i % len(self.calls)][1]))
+            for i in range(start, end)
+        ]
+
 
 def loop_script(
     tool: str = DEFAULT_LOOP_CALL[0],
@@ -147,10 +167,14 @@ def loop_script(
     times: int = 60,
     final: str = "done",
     stop_on: str | None = None,
+    per_turn: int = 1,
 ) -> LoopScript:
-    """A :class:`LoopScript` that calls one tool with the same arguments ``times`` times."""
+    """A :class:`LoopScript` that calls one tool with the same arguments ``times`` times
+    (``per_turn`` of them in each model message)."""
     call_args = dict(DEFAULT_LOOP_CALL[1]) if args is None else dict(args)
-    return LoopScript(calls=((tool, call_args),), times=times, final=final, stop_on=stop_on)
+    return LoopScript(
+        calls=((tool, call_args),), times=times, final=final, stop_on=stop_on, per_turn=per_turn
+    )
 
 
 __all__ += ["DEFAULT_LOOP_CALL", "LoopScript", "loop_script"]

@@ -15,15 +15,26 @@ gets a different count:
   ``repeat`` for a framework that shows the error to the model.
 * ``ping_pong``: ``read_file`` and ``list_dir`` alternating, 60 calls: the ping-pong
   warning on the 10th result, blocks at calls 20, 40 and 60 (57 runs).
+* ``recover`` (``on_critical="recover"``): ``repeat`` until the 21st call, which is blocked
+  with the recovery message; the model ignores it, and the 22nd call (the run's second
+  critical) ends the run with a ``LoopDetectedError`` the model never reads.
+* ``parallel``: ``repeat`` with three identical calls in every model message. Admitted as
+  one batch (``guard.before_batch``), the 7th message (calls 19-21) is blocked whole, since
+  its third call is the 20th repeat: 18 runs, 42 blocks, the first block at call 19 with
+  the sibling note and the critical itself at call 21. A framework that runs a message's
+  calls one after another, each decided alone, gives ``repeat``'s 20 / 40 instead; each
+  module says which its framework does.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from loopwatch import LoopEvent, LoopGuard
+from loopwatch import LoopDetectedError, LoopEvent, LoopGuard
 from loopwatch import messages as texts
+from loopwatch.integrations._shared import recovery_message
 from loopwatch.testing import LoopScript, ScriptedCall, loop_script
 
 CONFIG: Final = {"enabled": True}
@@ -31,6 +42,9 @@ ARGS: Final = {"path": "notes.txt"}
 READ_RESULT: Final = "the same text"
 LIST_RESULT: Final = "a.txt b.txt"
 FAILURE: Final = "disk on fire"
+#: The calls in each model message of the ``parallel`` scenario.
+PER_TURN: Final = 3
+CRITICAL_20: Final = texts.GENERIC_CRITICAL.format(tool="read_file", count=20)
 
 
 @dataclass(frozen=True)
@@ -44,6 +58,15 @@ class Scenario:
     warned_at: int | None = None
     warning: str | None = None
     blocked_message: str | None = None
+    #: The adapter's ``on_critical``.
+    on_critical: str = "block_call"
+    #: True when the run ends with a ``LoopDetectedError`` (in the framework's wrapping).
+    ends_run: bool = False
+    #: How many tool answers the model reads.
+    reads: int = 60
+    #: The index of the first answer that is a block, and its text.
+    first_block: int | None = None
+    first_block_message: str | None = None
 
 
 SCENARIOS: Final = (
@@ -54,7 +77,9 @@ SCENARIOS: Final = (
         blocks=40,
         warned_at=10,
         warning=texts.GENERIC_WARNING.format(tool="read_file", count=10),
-        blocked_message=texts.GENERIC_CRITICAL.format(tool="read_file", count=20),
+        blocked_message=CRITICAL_20,
+        first_block=20,
+        first_block_message=CRITICAL_20,
     ),
     Scenario(
         "unknown",
@@ -79,8 +104,37 @@ SCENARIOS: Final = (
         warned_at=9,
         warning=texts.PING_PONG_WARNING.format(count=10),
     ),
+    Scenario(
+        "recover",
+        loop_script("read_file", ARGS),
+        executions=20,
+        blocks=2,
+        warned_at=10,
+        warning=texts.GENERIC_WARNING.format(tool="read_file", count=10),
+        blocked_message=recovery_message(CRITICAL_20),
+        on_critical="recover",
+        ends_run=True,
+        reads=21,
+        first_block=20,
+        first_block_message=recovery_message(CRITICAL_20),
+    ),
+    Scenario(
+        "parallel",
+        loop_script("read_file", ARGS, per_turn=PER_TURN),
+        executions=18,
+        blocks=42,
+        warned_at=10,
+        warning=texts.GENERIC_WARNING.format(tool="read_file", count=10),
+        blocked_message=CRITICAL_20,
+        first_block=18,
+        first_block_message=texts.BATCH_SIBLING_BLOCKED,
+    ),
 )
+#: What a framework that decides each call of a message alone gives for ``parallel``.
+SEQUENTIAL_PARALLEL: Final = (20, 40)
 BY_NAME: Final = {s.name: s for s in SCENARIOS}
+#: The rows of one call per message under ``on_critical="block_call"``.
+SINGLE: Final = [s for s in SCENARIOS if s.on_critical == "block_call" and s.script.per_turn == 1]
 
 
 class Tools:
@@ -132,3 +186,80 @@ def reference_calls(scenario: Scenario) -> list[ScriptedCall]:
         ScriptedCall(name, args, **outcome[name])  # type: ignore[arg-type]
         for name, args in (script.calls[i % len(script.calls)] for i in range(script.times))
     ]
+
+
+def loop_error(error: BaseException | None) -> LoopDetectedError | None:
+    """The ``LoopDetectedError`` behind ``error`` (frameworks wrap what a hook raises)."""
+    seen = error
+    while seen is not None:
+        if isinstance(seen, LoopDetectedError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def is_block(text: str) -> bool:
+    """True for an answer that says the call was not run."""
+    return "CRITICAL" in text or text.startswith(texts.BATCH_SIBLING_BLOCKED)
+
+
+def check_answers(
+    scenario: Scenario,
+    read: Sequence[str],
+    tools: Tools,
+    events: list[LoopEvent],
+    error: BaseException | None,
+    *,
+    stopped: bool = False,
+) -> None:
+    """What every framework must show for a row, given what its model read as text.
+
+    ``stopped``: the framework ended the run its own way, with no exception (a hook's
+    ``continue: false``)."""
+    assert tools.total == scenario.executions, read
+    assert blocks(events) == scenario.blocks
+    assert len(read) == scenario.reads, read
+    if scenario.ends_run and not stopped:
+        assert loop_error(error) is not None, error
+    else:
+        assert error is None, error
+    per_turn = scenario.script.per_turn
+    if scenario.warned_at is not None:
+        # The calls of one message may be answered in any order (they ran concurrently):
+        # the warning must ride on an answer of the right message.
+        warned = [i // per_turn for i, text in enumerate(read) if str(scenario.warning) in text]
+        assert warned[:1] == [scenario.warned_at // per_turn], read
+    if scenario.first_block is not None:
+        first = next(i for i, text in enumerate(read) if is_block(text))
+        assert first == scenario.first_block, read
+        turn = read[first : first + per_turn]
+        assert any(str(scenario.first_block_message) in text for text in turn), read
+    if scenario.blocked_message is not None:
+        assert any(scenario.blocked_message in text for text in read)
+
+
+def drive_batches(guard: LoopGuard, scenario: Scenario, session: str = "s") -> list[str]:
+    """Play ``scenario`` message by message through ``guard.before_batch``, as an adapter
+    that admits each model message whole does; what the model reads, as text."""
+    script, read = scenario.script, []
+    while calls := script.next_calls(read):
+        batch = [(name, args, f"call-{len(read) + i}") for i, (name, args) in enumerate(calls)]
+        for (name, args, call_id), decision in zip(
+            batch, guard.before_batch(batch, session_key=session), strict=True
+        ):
+            if decision.tool_result is not None:
+                guard.after_call(
+                    name,
+                    args,
+                    result=decision.tool_result,
+                    session_key=session,
+                    tool_call_id=call_id,
+                )
+                read.append(decision.verdict.message)
+                continue
+            guard.after_call(
+                name, args, result=READ_RESULT, session_key=session, tool_call_id=call_id
+            )
+            warned = decision.action == "warn" and decision.emitted
+            read.append(f"{READ_RESULT}\n\n{decision.verdict.message}" if warned else READ_RESULT)
+    return read

@@ -21,6 +21,7 @@ from typing import Any, Final
 from integration_support import ARGS, CONFIG, CRITICAL, RESULT, TOOL, WARNING
 
 from loopwatch import LoopDetectedError, LoopEvent, LoopGuard
+from loopwatch import messages as texts
 from loopwatch.detectors.reference import LoopVerdict
 from loopwatch.guard import Decision, blocked_result
 from loopwatch.integrations._shared import recovery_message
@@ -164,6 +165,18 @@ SCENARIOS: Final = [
         block_at=0,
         blocked=BATCH_BLOCKED,
         batch_guard=True,
+    ),
+    # The same turns of 5 identical calls through the real ``LoopGuard.before_batch``: the
+    # 3rd turn (calls 11-15) holds the 12-call streak's critical (call 13), so the whole
+    # turn is blocked before anything of it runs: 10 runs (12 when decided call by call),
+    # no warning reaches the model (call 11's rides in the blocked turn).
+    Scenario(
+        "parallel_batch",
+        parallel,
+        turns=PARALLEL * 4,
+        runs=10,
+        block_at=10,
+        blocked=texts.BATCH_SIBLING_BLOCKED,
     ),
     # Issue 16.1: a guard.tool function as the tool of the guarded agent: counted once,
     # so with the default thresholds the tool runs 20 of 60 times.

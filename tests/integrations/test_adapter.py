@@ -35,6 +35,7 @@ from loopwatch.adapter import (
     NO_OUTCOME_REPORTED,
     AdapterOptions,
     Outcome,
+    QueuedIds,
     SessionCache,
     StreamGuards,
     TextTranslator,
@@ -489,3 +490,18 @@ def test_importing_loopwatch_imports_no_framework() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "[]"
+
+
+def test_queued_ids_hand_out_a_turns_ids_by_name_and_arguments() -> None:
+    ids = QueuedIds()
+    ids.queue([("read", {"p": 1}, "a"), ("read", {"p": 1}, "b"), ("list", {}, "c")])
+    assert ids.take("list", {}) == "c"
+    assert ids.take("read", {"p": 1}) == "a"
+    assert ids.take("read", {"p": 1}) == "b"
+    assert ids.take("read", {"p": 1}) is None  # more calls than the turn had
+    assert ids.take("read", {"p": 2}) is None
+    ids.queue([("read", {"p": 1}, "d")])
+    ids.queue([("list", {}, "e")])  # a new turn drops what the last one left
+    assert ids.take("read", {"p": 1}) is None
+    ids.queue([("read", {"p": 1}, "f")], replace=False)
+    assert (ids.take("list", {}), ids.take("read", {"p": 1})) == ("e", "f")

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 from agent_framework import Agent, AgentResponse, Message
-from framework_matrix import BY_NAME, SCENARIOS, Scenario, Tools, blocks, make_guard
+from framework_matrix import BY_NAME, SINGLE, Scenario, Tools, blocks, check_answers, make_guard
 
 from loopwatch import LoopDetectedError
 from loopwatch import messages as texts
@@ -44,7 +44,33 @@ def text(value: Any) -> str:
     return str(value)
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+# The recover and parallel rows. The framework runs one response's calls concurrently
+# (asyncio.gather); the chat middleware admits them together, so the parallel row gives the
+# batch figures (18 runs, 42 blocks).
+@pytest.mark.parametrize(
+    "scenario", [BY_NAME["recover"], BY_NAME["parallel"]], ids=lambda s: s.name
+)
+async def test_the_matrix_recover_and_parallel(scenario: Scenario) -> None:
+    guard, events = make_guard()
+    tools = Tools()
+    client = ScriptedChatClient(scenario.script)
+    agent = Agent(
+        client=client,
+        tools=[tools.read_file, tools.list_dir, tools.flaky_read],
+        middleware=loopguard_middleware(guard, on_critical=scenario.on_critical),  # type: ignore[arg-type]
+    )
+    error: BaseException | None = None
+    try:
+        response = await agent.run("Summarise notes.txt", session=agent.create_session())
+    except LoopDetectedFailure as exc:
+        error = exc
+        read = [text(r) for r in client.read]
+    else:
+        read = [text(r) for r in shown(response)]
+    check_answers(scenario, read, tools, events, error)
+
+
+@pytest.mark.parametrize("scenario", SINGLE, ids=lambda s: s.name)
 async def test_the_matrix(scenario: Scenario) -> None:
     guard, events = make_guard()
     tools = Tools()

@@ -13,22 +13,72 @@ from typing import Any
 
 import pytest
 from claude_agent_sdk import ClaudeAgentOptions, HookMatcher
-from framework_matrix import BY_NAME, FAILURE, SCENARIOS, Scenario, Tools, blocks, make_guard
+from framework_matrix import (
+    BY_NAME,
+    FAILURE,
+    SEQUENTIAL_PARALLEL,
+    SINGLE,
+    Scenario,
+    Tools,
+    blocks,
+    check_answers,
+    make_guard,
+)
 
 from loopwatch import LoopGuard
+from loopwatch import messages as texts
 from loopwatch.integrations.claude_agent_sdk import NO_SUCH_TOOL, LoopGuardHooks, ScriptedSession
 from loopwatch.testing import LoopScript
 
 
-def session(script: LoopScript, tools: Tools) -> ScriptedSession:
+def session(script: LoopScript, tools: Tools, *, concurrent: bool = False) -> ScriptedSession:
     return ScriptedSession(
         script,
         {"read_file": tools.read_file, "list_dir": tools.list_dir, "flaky_read": tools.flaky_read},
         session_id="sess-1",
+        concurrent=concurrent,
     )
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+async def test_the_matrix_recover() -> None:
+    scenario = BY_NAME["recover"]
+    guard, events = make_guard()
+    tools = Tools()
+    play = session(scenario.script, tools)
+    final = await play.run(LoopGuardHooks(guard, on_critical="recover").matchers())
+    # The second critical is denied and stops the session (a hook cannot raise into the
+    # CLI): the model never reads that denial.
+    assert play.stopped == final == BY_NAME["repeat"].blocked_message
+    check_answers(scenario, play.read[: scenario.reads], tools, events, None, stopped=True)
+    assert play.read[scenario.reads :] == [final]
+
+
+# The parallel row. The hooks see one call at a time and nothing in their input names the
+# other calls of the message, so the adapter cannot admit a message as one batch. Played
+# one after another the three calls of each message give the repeat row's figures; played
+# as the CLI runs read-only tools (every PreToolUse of the message first), the 21st call,
+# decided while the 19th and 20th have no outcome yet, still runs (one extra run), and the
+# next message is blocked whole.
+@pytest.mark.parametrize(
+    ("concurrent", "expected"),
+    [(False, SEQUENTIAL_PARALLEL), (True, (21, 39))],
+    ids=["in_order", "concurrent"],
+)
+async def test_the_matrix_parallel(concurrent: bool, expected: tuple[int, int]) -> None:
+    scenario = BY_NAME["parallel"]
+    guard, events = make_guard()
+    tools = Tools()
+    play = session(scenario.script, tools, concurrent=concurrent)
+    await play.run(LoopGuardHooks(guard).matchers())
+    assert (tools.total, blocks(events)) == expected
+    assert len(play.read) == scenario.reads
+    first = expected[0]
+    assert "CRITICAL" not in " ".join(play.read[:first])
+    critical = texts.GENERIC_CRITICAL.format(tool="read_file", count=first)
+    assert play.read[first:] == [critical] * (60 - first)
+
+
+@pytest.mark.parametrize("scenario", SINGLE, ids=lambda s: s.name)
 async def test_the_matrix(scenario: Scenario) -> None:
     guard, events = make_guard()
     tools = Tools()

@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
-from framework_matrix import BY_NAME, FAILURE, SCENARIOS, Scenario, Tools, blocks, make_guard
+from framework_matrix import (
+    BY_NAME,
+    FAILURE,
+    SINGLE,
+    Scenario,
+    Tools,
+    blocks,
+    check_answers,
+    make_guard,
+)
 from google.adk.agents import LlmAgent
 from google.adk.apps import App
 from google.adk.plugins.base_plugin import BasePlugin
@@ -68,15 +78,53 @@ def responses(events: list[Any]) -> list[dict[str, Any]]:
     ]
 
 
-async def run_async(runner: InMemoryRunner, session_id: str = "s-1") -> list[Any]:
+async def run_async(
+    runner: InMemoryRunner, session_id: str = "s-1", into: list[Any] | None = None
+) -> list[Any]:
+    """The run's events (also appended to ``into`` as they come, for a run that raises)."""
     await runner.session_service.create_session(app_name="app", user_id=USER, session_id=session_id)
-    return [
-        e
-        async for e in runner.run_async(user_id=USER, session_id=session_id, new_message=message())
-    ]
+    seen = [] if into is None else into
+    async for e in runner.run_async(user_id=USER, session_id=session_id, new_message=message()):
+        seen.append(e)
+    return seen
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+def as_text(response: dict[str, Any]) -> str:
+    """An answer the model read, as text."""
+    text = str(response.get("result", response.get("error")))
+    warning = response.get(WARNING_KEY)
+    return text if warning is None else f"{text}\n\n{warning}"
+
+
+# The recover and parallel rows. ADK runs the calls of one response concurrently; the
+# plugin admits them together from the response event (``on_event_callback``), so the
+# parallel row gives the batch figures (18 runs, 42 blocks), not the sequential 20 / 40.
+@pytest.mark.parametrize("asynchronous", [True, False], ids=["async", "sync"])
+@pytest.mark.parametrize(
+    "scenario", [BY_NAME["recover"], BY_NAME["parallel"]], ids=lambda s: s.name
+)
+def test_the_matrix_recover_and_parallel(scenario: Scenario, asynchronous: bool) -> None:
+    guard, events = make_guard()
+    tools = Tools()
+    plugin = LoopGuardPlugin(guard, on_critical=scenario.on_critical)  # type: ignore[arg-type]
+    runner, _ = make_runner(scenario.script, tools, plugin, ErrorsAsAnswers())
+    seen: list[Any] = []
+    error: BaseException | None = None
+    try:
+        if asynchronous:
+            asyncio.run(run_async(runner, into=seen))
+        else:
+            runner.session_service.create_session_sync(
+                app_name="app", user_id=USER, session_id="s-1"
+            )
+            seen.extend(runner.run(user_id=USER, session_id="s-1", new_message=message()))
+    except RuntimeError as exc:  # ADK wraps what a plugin raises
+        error = exc
+        assert loop_error(exc) is not None
+    check_answers(scenario, [as_text(r) for r in responses(seen)], tools, events, error)
+
+
+@pytest.mark.parametrize("scenario", SINGLE, ids=lambda s: s.name)
 async def test_the_matrix(scenario: Scenario) -> None:
     guard, events = make_guard()
     tools = Tools()

@@ -5,7 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from framework_matrix import BY_NAME, FAILURE, SCENARIOS, Scenario, Tools, blocks, make_guard
+from framework_matrix import (
+    BY_NAME,
+    FAILURE,
+    SINGLE,
+    Scenario,
+    Tools,
+    blocks,
+    check_answers,
+    make_guard,
+)
 from llama_index.core.agent.workflow import AgentWorkflow, FunctionAgent
 from llama_index.core.tools import FunctionTool
 from workflows import Context
@@ -31,7 +40,33 @@ async def run(agent: FunctionAgent, ctx: Context | None = None) -> str:
     return str(await agent.run(user_msg="Summarise notes.txt", max_iterations=100, ctx=ctx))
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+# The recover and parallel rows. The workflow runs the calls of one turn as concurrent
+# call_tool steps; the adapter admits them together from take_step, so the parallel row
+# gives the batch figures (18 runs, 42 blocks). Agent workflows run only asynchronously.
+@pytest.mark.parametrize(
+    "scenario", [BY_NAME["recover"], BY_NAME["parallel"]], ids=lambda s: s.name
+)
+async def test_the_matrix_recover_and_parallel(scenario: Scenario) -> None:
+    guard, events = make_guard()
+    tools = Tools()
+    read: list[Any] = []
+    agent = guard_agent(
+        make_agent(scenario.script, tools, read),
+        guard,
+        session_key="thread-1",
+        on_critical=scenario.on_critical,  # type: ignore[arg-type]
+    )
+    error: BaseException | None = None
+    try:
+        assert await run(agent) == "done"
+    except LoopDetectedError as exc:
+        error = exc
+    check_answers(scenario, [str(r) for r in read], tools, events, error)
+    ids = {r.tool_call_id for r in guard.history(session_key="thread-1")}
+    assert len(ids) == scenario.executions and None not in ids  # each call kept its own id
+
+
+@pytest.mark.parametrize("scenario", SINGLE, ids=lambda s: s.name)
 async def test_the_matrix(scenario: Scenario) -> None:
     guard, events = make_guard()
     tools = Tools()

@@ -30,15 +30,19 @@ from integration_support import (
     TOOL,
     WARN_AT,
     WARNED_RESULT,
+    WARNING,
     Counter,
     make_guard,
 )
+from openai.types.responses import ResponseFunctionToolCall
+from pydantic import BaseModel
 
 from loopwatch import LoopDetectedError, LoopGuard, PostCompactionLoopPersistedError
 from loopwatch.integrations.openai_agents import (
     LoopDetectedRunError,
     LoopGuardrails,
     PostCompactionRunError,
+    _programmatic,
     guard_agent,
 )
 
@@ -225,3 +229,68 @@ async def test_existing_guardrails_keep_their_place() -> None:
     twice = rails.apply(once)
     assert twice.tool_input_guardrails == [rails.input]
     assert twice.tool_output_guardrails == [rails.output]
+
+
+class Notes(BaseModel):
+    """A structured tool output (the tool gets an output schema)."""
+
+    text: str
+
+
+def structured_agent(model: LoopingModel, runs: Counter, *, fails: bool) -> Agent[Any]:
+    def read_file(path: str) -> Notes:
+        """Read a file."""
+        runs()
+        if fails:
+            raise RuntimeError("disk on fire")
+        return Notes(text=RESULT)
+
+    return Agent(name="reader", model=model, tools=[function_tool(read_file, output_type=Notes)])
+
+
+async def test_a_structured_output_is_recorded_and_warned_as_the_sdk_sends_it() -> None:
+    guard, events = make_guard()
+    counter = Counter()
+    model = LoopingModel()
+    await run(guard_agent(structured_agent(model, counter, fails=False), guard))
+    sent = Notes(text=RESULT).model_dump_json()
+    assert model.read[: WARN_AT - 1] == [sent] * (WARN_AT - 1)
+    # The warning rides on the JSON the model reads, not on the model's Python repr.
+    assert model.read[WARN_AT - 1] == f"{sent}\n\n{WARNING}"
+    # A blocked call never runs the tool; the model reads the blocked message.
+    assert counter.calls == BLOCK_AT - 1
+    assert model.read[BLOCK_AT - 1] == CRITICAL
+    assert sum(1 for e in events if e.type == "tool.execution.blocked") == 1
+
+
+async def test_a_failing_tool_with_an_output_schema_does_not_fail_the_run() -> None:
+    # The SDK sends its default error text past the output schema; the guarded copy's
+    # failure policy must keep that, or validating the text fails the run at once.
+    guard, _ = make_guard()
+    counter = Counter()
+    model = LoopingModel()
+    unguarded = LoopingModel()
+    await run(structured_agent(unguarded, Counter(), fails=True))
+    await run(guard_agent(structured_agent(model, counter, fails=True), guard))
+    error_text = unguarded.read[0]
+    assert model.read[: WARN_AT - 1] == [error_text] * (WARN_AT - 1)
+    assert model.read[WARN_AT - 1].startswith(f"{error_text}\n\nWARNING")
+    assert model.read[BLOCK_AT - 1].startswith("CRITICAL")
+    assert counter.calls == BLOCK_AT - 1
+    # Recorded as the raised error, as a plain guard records it, not as the SDK's text.
+    reference, _ = make_guard()
+    reference.before_call(TOOL, ARGS, session_key="ref")
+    reference.after_call(TOOL, ARGS, error=RuntimeError("disk on fire"), session_key="ref")
+    (expected,) = reference.history(session_key="ref")
+    history = guard.history(session_key=SESSION)
+    assert {r.result_hash for r in history} == {expected.result_hash}
+
+
+def test_program_calls_are_told_apart() -> None:
+    # A call a hosted program makes (it needs a hosted tool, so no offline run has one)
+    # keeps its schema output: no warning is spliced into it.
+    args = {"arguments": "{}", "call_id": "c", "name": "t", "type": "function_call"}
+    program = {"type": "program", "caller_id": "p"}
+    assert _programmatic(ResponseFunctionToolCall.model_validate({**args, "caller": program}))
+    assert not _programmatic(ResponseFunctionToolCall.model_validate(args))
+    assert not _programmatic(None)

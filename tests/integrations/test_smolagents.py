@@ -5,8 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from framework_matrix import BY_NAME, FAILURE, SCENARIOS, Scenario, Tools, blocks, make_guard
+from framework_matrix import (
+    BY_NAME,
+    FAILURE,
+    SINGLE,
+    Scenario,
+    Tools,
+    blocks,
+    check_answers,
+    make_guard,
+)
 from smolagents import CodeAgent, Tool, ToolCallingAgent
+from smolagents.agents import ToolOutput
 from smolagents.memory import ActionStep
 
 from loopwatch import LoopDetectedError
@@ -58,7 +68,41 @@ def observations(agent: ToolCallingAgent) -> list[str]:
     return read
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+def tool_outputs(agent: ToolCallingAgent, task: str) -> tuple[list[str], BaseException | None]:
+    """What the model read for each call (smolagents' ``ToolOutput`` observations, in call
+    order), and the exception that ended the run."""
+    outputs: list[ToolOutput] = []
+    try:
+        for item in agent.run(task, stream=True):
+            if isinstance(item, ToolOutput) and not item.is_final_answer:
+                outputs.append(item)
+    except LoopDetectedError as exc:
+        return [o.observation for o in sorted(outputs, key=lambda o: o.id)], exc
+    return [o.observation for o in sorted(outputs, key=lambda o: o.id)], None
+
+
+# The recover and parallel rows. smolagents runs the calls of one message in a thread pool;
+# the adapter admits them together from process_tool_calls, so the parallel row gives the
+# batch figures (18 runs, 42 blocks). A ToolCallingAgent runs only synchronously.
+@pytest.mark.parametrize(
+    "scenario", [BY_NAME["recover"], BY_NAME["parallel"]], ids=lambda s: s.name
+)
+def test_the_matrix_recover_and_parallel(scenario: Scenario) -> None:
+    guard, events = make_guard()
+    tools = Tools()
+    agent = guard_agent(
+        make_agent(scenario.script, tools),
+        guard,
+        session_key="thread-1",
+        on_critical=scenario.on_critical,  # type: ignore[arg-type]
+    )
+    read, error = tool_outputs(agent, "Summarise notes.txt")
+    check_answers(scenario, read, tools, events, error)
+    ids = {r.tool_call_id for r in guard.history(session_key="thread-1")}
+    assert len(ids) == scenario.executions and None not in ids  # each call kept its own id
+
+
+@pytest.mark.parametrize("scenario", SINGLE, ids=lambda s: s.name)
 def test_the_matrix(scenario: Scenario) -> None:
     guard, events = make_guard()
     tools = Tools()

@@ -14,7 +14,10 @@ Nothing here imports a framework.
 
 from __future__ import annotations
 
+import json
 import logging
+import threading
+from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Final, Protocol, TypeVar, cast
 
@@ -278,6 +281,40 @@ class Admissions:
         return tc
 
 
+class QueuedIds:
+    """Call ids of one assistant turn, for a framework whose tool step gets no id.
+
+    Where the adapter sees the model's message it queues each call's id under the call's
+    signature (tool name and arguments); the tool step, which only knows the name and the
+    arguments, takes the first id queued under them. Calls with the same signature are
+    interchangeable, so which of them gets which id does not matter. Thread-safe (the
+    frameworks may run a turn's calls in threads).
+    """
+
+    def __init__(self) -> None:
+        self._queued: dict[str, deque[str]] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _signature(tool_name: str, arguments: object) -> str:
+        return f"{tool_name}\x00{json.dumps(arguments, sort_keys=True, default=repr)}"
+
+    def queue(self, calls: Sequence[tuple[str, object, str]], *, replace: bool = True) -> None:
+        """Queue ``(tool name, arguments, id)`` calls; ``replace`` drops any ids left unused
+        by an earlier turn."""
+        with self._lock:
+            if replace:
+                self._queued.clear()
+            for name, arguments, call_id in calls:
+                self._queued.setdefault(self._signature(name, arguments), deque()).append(call_id)
+
+    def take(self, tool_name: str, arguments: object) -> str | None:
+        """The id of a queued call with this name and these arguments, or ``None``."""
+        with self._lock:
+            queued = self._queued.get(self._signature(tool_name, arguments))
+            return queued.popleft() if queued else None
+
+
 # --- unknown tools ------------------------------------------------------------------------------
 
 
@@ -336,6 +373,7 @@ __all__ = [
     "BATCH_FAILED_LOG",
     "STREAM_STOP_LOG",
     "Admissions",
+    "QueuedIds",
     "TextTranslator",
     "Translator",
     "aguarded_call",

@@ -25,6 +25,9 @@
   the stream-level :class:`~loopwatch.UnknownToolStreamGuard` (SPEC §5.7). A response whose
   call of a missing tool the guard blocks is replaced by the blocked message as a plain
   answer (the framework could only say "not found"), and so is one the stream guard stops.
+  The framework runs one response's calls concurrently, so the chat middleware also admits
+  them together (``guard.abefore_batch``) for the function middleware to take: identical
+  calls of one response count as the repeats they are, and one critical blocks them all.
 
 Sessions: the session is the ``AgentSession``'s ``session_id``; a run without a session uses
 ``session_key`` (default ``"agent-framework"``, shared by every sessionless run: pass a
@@ -59,6 +62,7 @@ from loopwatch import LoopVerdict
 from loopwatch.adapter import (
     WARNING_SEPARATOR,
     AdapterOptions,
+    Admissions,
     OnCritical,
     StreamGuards,
     ToolCall,
@@ -131,7 +135,11 @@ class LoopGuardFunctionMiddleware(FunctionMiddleware):
         run_id: the agent run (default: none).
         agent_id: the agent, for ``openclaw_config`` per-agent blocks.
         warn_model: add an emitted warning to what the model reads.
-        on_critical: ``"block_call"`` or ``"end_run"`` (raise :class:`LoopDetectedFailure`).
+        on_critical: ``"block_call"``, ``"end_run"`` (raise :class:`LoopDetectedFailure`)
+            or ``"recover"`` (the run's second critical raises it).
+        admissions: the decisions of whole model responses, shared with the
+            :class:`LoopGuardChatMiddleware` that admits them (:func:`loopguard_middleware`
+            wires both).
     """
 
     def __init__(
@@ -143,24 +151,28 @@ class LoopGuardFunctionMiddleware(FunctionMiddleware):
         agent_id: str | None = None,
         warn_model: bool = True,
         on_critical: OnCritical = "block_call",
+        admissions: Admissions | None = None,
     ) -> None:
         self._ids = _Ids(guard, session_key, run_id, agent_id)
         self.options = AdapterOptions(warn_model=warn_model, on_critical=on_critical)
+        self._admissions = admissions if admissions is not None else Admissions()
 
     async def process(
         self, context: FunctionInvocationContext, call_next: Callable[[], Awaitable[None]]
     ) -> None:
         """Guard one call: block it, or run it, record it and add an emitted warning."""
         session, run = self._ids.ids(context)
-        tc = ToolCall(
-            self._ids.guard,
-            context.function.name,
-            dict(context.arguments),
-            session_key=session,
-            run_id=run,
-            tool_call_id=context.metadata.get("call_id"),
-            agent_id=self._ids.agent_id,
-            options=self.options,
+        tc = self._admissions.take(
+            ToolCall(
+                self._ids.guard,
+                context.function.name,
+                dict(context.arguments),
+                session_key=session,
+                run_id=run,
+                tool_call_id=context.metadata.get("call_id"),
+                agent_id=self._ids.agent_id,
+                options=self.options,
+            )
         )
         await _start(tc)
         if tc.blocked:
@@ -189,10 +201,15 @@ class LoopGuardFunctionMiddleware(FunctionMiddleware):
 
 
 class LoopGuardChatMiddleware(ChatMiddleware):
-    """Records calls of tools the agent does not have and runs the stream guard.
+    """Records calls of tools the agent does not have, runs the stream guard, and admits
+    the calls of one model response together.
 
     Takes the same arguments as :class:`LoopGuardFunctionMiddleware` (``warn_model`` has
-    nothing to add to here).
+    nothing to add to here). The framework runs a response's function calls concurrently,
+    so each would be decided before any sibling has an outcome; with ``admissions`` shared
+    with the function middleware, a response of two or more calls of the agent's tools is
+    decided here at once (``guard.abefore_batch``): identical calls count as the repeats
+    they are, and one critical blocks them all.
     """
 
     def __init__(
@@ -203,10 +220,12 @@ class LoopGuardChatMiddleware(ChatMiddleware):
         run_id: IdSource = None,
         agent_id: str | None = None,
         on_critical: OnCritical = "block_call",
+        admissions: Admissions | None = None,
     ) -> None:
         self._ids = _Ids(guard, session_key, run_id, agent_id)
         self.options = AdapterOptions(on_critical=on_critical)
         self.streams = StreamGuards(guard)
+        self._admissions = admissions
 
     async def process(self, context: ChatContext, call_next: Callable[[], Awaitable[None]]) -> None:
         """Screen the model's response for calls of missing tools."""
@@ -240,6 +259,23 @@ class LoopGuardChatMiddleware(ChatMiddleware):
         )
         if text is not None:
             context.result = _text_response(text)
+            return
+        runnable = [c for c in calls if c.name in known]
+        if self._admissions is not None and len(runnable) >= 2:
+            batch = [
+                ToolCall(
+                    self._ids.guard,
+                    str(call.name),
+                    call.parse_arguments() or {},
+                    session_key=session,
+                    run_id=run,
+                    tool_call_id=call.call_id,
+                    agent_id=self._ids.agent_id,
+                    options=self.options,
+                )
+                for call in runnable
+            ]
+            await self._admissions.aadmit(self._ids.guard, batch)
 
 
 def loopguard_middleware(
@@ -251,8 +287,14 @@ def loopguard_middleware(
     warn_model: bool = True,
     on_critical: OnCritical = "block_call",
 ) -> list[FunctionMiddleware | ChatMiddleware]:
-    """Both middleware for one guard, for ``Agent(middleware=...)``."""
-    ids: dict[str, Any] = {"session_key": session_key, "run_id": run_id, "agent_id": agent_id}
+    """Both middleware for one guard, for ``Agent(middleware=...)``, sharing the
+    decisions of whole model responses."""
+    ids: dict[str, Any] = {
+        "session_key": session_key,
+        "run_id": run_id,
+        "agent_id": agent_id,
+        "admissions": Admissions(),
+    }
     return [
         LoopGuardFunctionMiddleware(guard, warn_model=warn_model, on_critical=on_critical, **ids),
         LoopGuardChatMiddleware(guard, on_critical=on_critical, **ids),
@@ -278,19 +320,24 @@ class ScriptedChatClient(
         config.setdefault("max_consecutive_errors_per_request", self.script.times + 5)
         super().__init__(function_invocation_configuration=config, **kwargs)
         self._calls = 0
+        #: The function results the model read at its latest turn.
+        self.read: list[Any] = []
 
     async def _inner_get_response(
         self, *, messages: Sequence[Message], stream: bool, options: Any, **kwargs: Any
     ) -> ChatResponse:
         read = [c.result for m in messages for c in m.contents if c.type == "function_result"]
-        step = self.script.next_call(read)
-        if step is None:
+        self.read = read
+        steps = self.script.next_calls(read)
+        if not steps:
             return _text_response(self.script.final)
-        self._calls += 1
-        call = Content.from_function_call(
-            call_id=f"call-{self._calls}", name=step[0], arguments=step[1]
-        )
-        return ChatResponse(messages=[Message(role="assistant", contents=[call])])
+        calls = []
+        for name, args in steps:
+            self._calls += 1
+            calls.append(
+                Content.from_function_call(call_id=f"call-{self._calls}", name=name, arguments=args)
+            )
+        return ChatResponse(messages=[Message(role="assistant", contents=calls)])
 
 
 __all__ = [

@@ -33,7 +33,13 @@ there.
 
 ``on_critical="end_run"``: a hook cannot raise into the caller (the CLI runs the loop), so a
 blocked call is denied *and* the hook answers ``continue: false`` with the blocked message as
-``stopReason``: the CLI stops the session.
+``stopReason``: the CLI stops the session. ``"recover"`` denies the run's first critical
+with the recovery message and stops the session at the second.
+
+Parallel calls: the hooks see one call at a time (the CLI, not the SDK, decides when each
+runs; it may run a message's read-only tools concurrently), and nothing in a hook's input
+names the other calls of its message, so the calls are not admitted as one batch: each is
+decided on the outcomes recorded so far.
 """
 
 from __future__ import annotations
@@ -46,6 +52,7 @@ from typing import Any, Final, TypeAlias
 from claude_agent_sdk import HookContext, HookMatcher
 
 from loopwatch.adapter import AdapterOptions, OnCritical, ToolCall
+from loopwatch.errors import LoopDetectedError
 from loopwatch.guard import LoopGuard
 from loopwatch.testing import LoopScript
 
@@ -67,8 +74,9 @@ class LoopGuardHooks:
         agent_id: the agent, for ``openclaw_config`` per-agent blocks (default: the
             sub-agent's ``agent_type`` when a hook fires inside one).
         warn_model: give the model an emitted warning as ``additionalContext``.
-        on_critical: ``"block_call"`` (deny the call) or ``"end_run"`` (deny it and stop the
-            session).
+        on_critical: ``"block_call"`` (deny the call), ``"end_run"`` (deny it and stop the
+            session) or ``"recover"`` (deny the run's first critical with the recovery
+            message; deny the second and stop the session).
     """
 
     def __init__(
@@ -85,10 +93,9 @@ class LoopGuardHooks:
         self.session_key = session_key
         self.run_id = run_id
         self.agent_id = agent_id
-        # end_run is answered in the CLI's own idiom (continue: false), never raised.
-        self.end_run = on_critical == "end_run"
-        self.options = AdapterOptions(warn_model=warn_model, on_critical="block_call")
-        AdapterOptions(on_critical=on_critical)  # validates the value
+        # end_run (and recover's second critical) is answered in the CLI's own idiom
+        # (continue: false), never raised into it.
+        self.options = AdapterOptions(warn_model=warn_model, on_critical=on_critical)
         self._pending: OrderedDict[object, ToolCall] = OrderedDict()
 
     def matchers(self, *, compaction: bool = False) -> dict[Any, list[HookMatcher]]:
@@ -127,13 +134,21 @@ class LoopGuardHooks:
             options=self.options,
             **self._ids(data),
         )
-        await tc.astart()
+        try:
+            await tc.astart()
+        except LoopDetectedError:
+            # end_run, or recover's second critical: a hook cannot raise into the caller
+            # (the CLI runs the loop), so the call is denied and the session stopped.
+            return self._deny(str(tc.message), stop=True)
         if not tc.blocked:
             self._pending[call_id] = tc
             while len(self._pending) > MAX_PENDING:
                 self._pending.popitem(last=False)
             return {}
-        message = str(tc.message)
+        return self._deny(str(tc.message), stop=False)
+
+    @staticmethod
+    def _deny(message: str, *, stop: bool) -> dict[str, Any]:
         answer: dict[str, Any] = {
             "hookSpecificOutput": {
                 "hookEventName": "PreToolUse",
@@ -141,7 +156,7 @@ class LoopGuardHooks:
                 "permissionDecisionReason": message,
             }
         }
-        if self.end_run:
+        if stop:
             answer["continue_"] = False
             answer["stopReason"] = message
         return answer
@@ -199,6 +214,7 @@ class ScriptedSession:
     The payloads have the documented shape (``session_id``, ``tool_name``,
     ``tool_input``, ``tool_use_id``, ``tool_response`` / ``error``). ``read`` is what the
     model read after each call: the result or error, then any ``additionalContext``.
+    ``concurrent`` plays a message's calls as the CLI runs read-only tools (see :meth:`run`).
     """
 
     script: LoopScript = field(default_factory=LoopScript)
@@ -206,6 +222,8 @@ class ScriptedSession:
     session_id: str = "scripted-session"
     read: list[str] = field(default_factory=list)
     stopped: str | None = None
+    concurrent: bool = False
+    answers: dict[str, str] = field(default_factory=dict)
 
     async def _hook(self, hooks: Mapping[Any, list[HookMatcher]], event: str, data: Any) -> Any:
         answer: dict[str, Any] = {}
@@ -214,38 +232,69 @@ class ScriptedSession:
                 answer.update(await callback(data, data.get("tool_use_id"), {"signal": None}))
         return answer
 
+    async def _pre(self, hooks: Mapping[Any, list[HookMatcher]], data: dict[str, Any]) -> bool:
+        """``PreToolUse``; False (and the denial read) when the hook denied the call."""
+        pre = await self._hook(hooks, "PreToolUse", {**data, "hook_event_name": "PreToolUse"})
+        specific = pre.get("hookSpecificOutput") or {}
+        if specific.get("permissionDecision") != "deny":
+            return True
+        self.answers[data["tool_use_id"]] = str(specific.get("permissionDecisionReason"))
+        if pre.get("continue_") is False:
+            self.stopped = str(pre.get("stopReason"))
+        return False
+
+    async def _run(self, hooks: Mapping[Any, list[HookMatcher]], data: dict[str, Any]) -> None:
+        """Run the tool, then ``PostToolUse`` or ``PostToolUseFailure``."""
+        name, args = data["tool_name"], data["tool_input"]
+        try:
+            result = self.tools[name](**args)
+        except Exception as exc:
+            event, text = "PostToolUseFailure", str(exc)
+            post = await self._hook(hooks, event, {**data, "hook_event_name": event, "error": text})
+        else:
+            event, text = "PostToolUse", str(result)
+            post = await self._hook(
+                hooks, event, {**data, "hook_event_name": event, "tool_response": result}
+            )
+        extra = (post.get("hookSpecificOutput") or {}).get("additionalContext")
+        self.answers[data["tool_use_id"]] = text if extra is None else f"{text}\n\n{extra}"
+
     async def run(self, hooks: Mapping[Any, list[HookMatcher]]) -> str:
-        """Play the script to its end (or until a hook stops the session); the final text."""
-        base = {"session_id": self.session_id, "transcript_path": "", "cwd": "."}
-        while (step := self.script.next_call(self.read)) is not None:
-            name, args = step
-            call_id = f"toolu_{len(self.read) + 1:04d}"
-            data = {**base, "tool_name": name, "tool_input": args, "tool_use_id": call_id}
-            if name not in self.tools:
-                self.read.append(NO_SUCH_TOOL.format(name=name))
-                continue
-            pre = await self._hook(hooks, "PreToolUse", {**data, "hook_event_name": "PreToolUse"})
-            specific = pre.get("hookSpecificOutput") or {}
-            if specific.get("permissionDecision") == "deny":
-                self.read.append(str(specific.get("permissionDecisionReason")))
-                if pre.get("continue_") is False:
-                    self.stopped = str(pre.get("stopReason"))
-                    return self.stopped
-                continue
-            try:
-                result = self.tools[name](**args)
-            except Exception as exc:
-                event, text = "PostToolUseFailure", str(exc)
-                post = await self._hook(
-                    hooks, event, {**data, "hook_event_name": event, "error": text}
+        """Play the script to its end (or until a hook stops the session); the final text.
+
+        The calls of one model message (``LoopScript.per_turn``) go through the hooks one
+        after another, or, with ``concurrent``, as the CLI runs read-only tools: every
+        ``PreToolUse`` of the message first, then the tools and their ``PostToolUse``.
+        """
+        base: dict[str, Any] = {"session_id": self.session_id, "transcript_path": "", "cwd": "."}
+        while steps := self.script.next_calls(self.read):
+            message: list[dict[str, Any]] = []
+            for name, args in steps:
+                call_id = f"toolu_{len(self.read) + len(message) + 1:04d}"
+                message.append(
+                    {**base, "tool_name": name, "tool_input": args, "tool_use_id": call_id}
                 )
-            else:
-                event, text = "PostToolUse", str(result)
-                post = await self._hook(
-                    hooks, event, {**data, "hook_event_name": event, "tool_response": result}
-                )
-            extra = (post.get("hookSpecificOutput") or {}).get("additionalContext")
-            self.read.append(text if extra is None else f"{text}\n\n{extra}")
+            admitted = []
+            for data in message:
+                if data["tool_name"] not in self.tools:
+                    self.answers[data["tool_use_id"]] = NO_SUCH_TOOL.format(name=data["tool_name"])
+                elif await self._pre(hooks, data):
+                    if self.concurrent:
+                        admitted.append(data)
+                    else:
+                        await self._run(hooks, data)
+                if self.stopped is not None:
+                    break
+            for data in admitted:
+                if self.stopped is None:
+                    await self._run(hooks, data)
+            self.read.extend(
+                self.answers.pop(d["tool_use_id"])
+                for d in message
+                if d["tool_use_id"] in self.answers
+            )
+            if self.stopped is not None:
+                return self.stopped
         return self.script.final
 
 

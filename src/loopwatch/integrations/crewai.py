@@ -21,10 +21,17 @@ blocked ones; a string returned by an after hook replaces what the agent reads. 
   ``Error executing tool: ...`` text as the call's error, and a call of a missing tool
   (``Tool not found``) as a failed call naming the tool; then it appends an emitted warning.
 
+CrewAI runs the native tool calls of one model message in a thread pool, each with its
+own hooks and no call id: the before hook of a message's first call admits all of the
+message's calls together (``guard.before_batch``), reading them from the agent executor's
+latest assistant message, so identical calls of one message count as the repeats they
+are and one critical blocks them all (without that message, each call is decided alone).
+
 CrewAI swallows any exception a hook raises (hooks fail open), so ``on_critical="end_run"``
-cannot raise through a tool hook: after a block, the guard's ``before_llm_call`` hook stops
-the agent's next model call, CrewAI ends the run with its own error, and
-:attr:`LoopGuardToolHooks.loop_error` holds the :class:`~loopwatch.LoopDetectedError`.
+(or ``"recover"``'s second critical) cannot raise through a tool hook: after a block, the
+guard's ``before_llm_call`` hook stops the agent's next model call, CrewAI ends the run
+with its own error, and :attr:`LoopGuardToolHooks.loop_error` holds the
+:class:`~loopwatch.LoopDetectedError`.
 
 Sessions: the session is the crew's id (one ``Crew`` object is one conversation), else the
 agent's; pass ``session_key=`` (a string, or a callable taking the hook context) to choose.
@@ -36,6 +43,8 @@ with the other extras (``loopwatch[crewai]`` is not part of ``loopwatch[all]``).
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Final, TypeAlias
 
@@ -49,7 +58,14 @@ from crewai.hooks import (
 )
 from crewai.llms.base_llm import BaseLLM
 
-from loopwatch.adapter import WARNING_SEPARATOR, AdapterOptions, OnCritical, ToolCall
+from loopwatch.adapter import (
+    WARNING_SEPARATOR,
+    AdapterOptions,
+    Admissions,
+    OnCritical,
+    QueuedIds,
+    ToolCall,
+)
 from loopwatch.adapter import unknown_tool_error as _unknown_tool_error
 from loopwatch.errors import LoopDetectedError
 from loopwatch.guard import LoopGuard
@@ -62,6 +78,8 @@ IdSource: TypeAlias = "str | Callable[[Any], object] | None"
 TOOL_ERROR_PREFIX: Final = "Error executing tool:"
 #: CrewAI's text for a call of a tool the agent does not have.
 TOOL_NOT_FOUND: Final = "Tool not found"
+#: How many admitted model messages are remembered (one per agent running at once).
+MAX_TURNS: Final = 64
 
 
 class LoopGuardToolHooks:
@@ -73,7 +91,9 @@ class LoopGuardToolHooks:
         run_id: the agent run (default: none).
         agent_id: the agent, for ``openclaw_config`` per-agent blocks.
         warn_model: append an emitted warning to what the agent reads.
-        on_critical: ``"block_call"`` or ``"end_run"`` (stop the agent's next model call).
+        on_critical: ``"block_call"``, ``"end_run"`` (stop the agent's next model call) or
+            ``"recover"`` (block the run's first critical with the recovery message; the
+            second stops the agent's next model call).
     """
 
     def __init__(
@@ -90,11 +110,15 @@ class LoopGuardToolHooks:
         self.session_key = session_key
         self.run_id = run_id
         self.agent_id = agent_id
-        self.options = AdapterOptions(warn_model=warn_model)
-        self.end_run = AdapterOptions(on_critical=on_critical).on_critical == "end_run"
+        self.options = AdapterOptions(warn_model=warn_model, on_critical=on_critical)
         self.loop_error: LoopDetectedError | None = None
         self._pending: dict[int, ToolCall] = {}
         self._stopped: set[object] = set()
+        self._admissions = Admissions()
+        # The assistant messages whose calls were admitted (held, so their ids stay
+        # theirs), newest last: agents of one crew may run at once.
+        self._turns: OrderedDict[int, tuple[object, QueuedIds]] = OrderedDict()
+        self._lock = threading.Lock()
 
     # --- registration ------------------------------------------------------------------
 
@@ -120,26 +144,63 @@ class LoopGuardToolHooks:
         owner_id = getattr(owner, "id", None)
         return f"crewai:{owner_id}" if owner_id is not None else None
 
-    def before_tool_call(self, context: Any) -> bool | None:
-        """Ask the guard; ``False`` blocks the call."""
+    def _call(self, context: Any, name: str, args: object, call_id: object) -> ToolCall:
         run = self.run_id(context) if callable(self.run_id) else self.run_id
-        tc = ToolCall(
+        return ToolCall(
             self.guard,
-            str(context.tool_name),
-            dict(context.tool_input or {}),
+            name,
+            args,
             session_key=self._session(context),
             run_id=run,
+            tool_call_id=call_id,
             agent_id=self.agent_id,
             options=self.options,
         )
-        tc.start()
-        self._pending[id(context.tool_input)] = tc
-        if not tc.blocked:
+
+    def _admit_turn(self, context: Any) -> QueuedIds | None:
+        """Admit the calls of the model message this call belongs to, once per message;
+        the message's queued call ids (``None`` without a message).
+
+        CrewAI runs one message's native tool calls in a thread pool and gives the hooks
+        no call id; the message itself (with its calls' ids) is already the executor's
+        latest assistant message. Its calls are decided together (``guard.before_batch``)
+        and their ids queued, per message, for the hooks of each call.
+        """
+        message = _latest_tool_message(context)
+        if message is None:
             return None
-        if self.end_run:
-            self.loop_error = LoopDetectedError(tc.decision.verdict)
+        with self._lock:
+            seen = self._turns.get(id(message))
+            if seen is not None and seen[0] is message:
+                return seen[1]
+            ids = QueuedIds()
+            self._turns[id(message)] = (message, ids)
+            while len(self._turns) > MAX_TURNS:
+                self._turns.popitem(last=False)
+            calls = _message_calls(message)
+            ids.queue(calls)
+            batch = [self._call(context, name, args, call_id) for name, args, call_id in calls]
+            # Still under the lock: a sibling's hook (another thread) must find the
+            # decisions stored before it takes its own.
+            self._admissions.admit(self.guard, batch)
+            return ids
+
+    def before_tool_call(self, context: Any) -> bool | None:
+        """Ask the guard (or take the decision of the call's message); ``False`` blocks."""
+        name, args = str(context.tool_name), dict(context.tool_input or {})
+        ids = self._admit_turn(context)
+        call_id = ids.take(name, args) if ids is not None else None
+        tc = self._admissions.take(self._call(context, name, args, call_id))
+        self._pending[id(context.tool_input)] = tc
+        try:
+            tc.start()
+        except LoopDetectedError as exc:
+            # end_run, or recover's second critical: CrewAI swallows a hook's exception,
+            # so the call is blocked and the session's next model call stopped.
+            self.loop_error = exc
             self._stopped.add(self._session(context))
-        return False
+            return False
+        return False if tc.blocked else None
 
     def after_tool_call(self, context: Any) -> str | None:
         """Record what the agent reads; show the blocked message or an emitted warning."""
@@ -169,6 +230,35 @@ class LoopGuardToolHooks:
         return None
 
 
+def _latest_tool_message(context: Any) -> Any:
+    """The executor's latest assistant message, when it carries tool calls (else None)."""
+    executor = getattr(getattr(context, "agent", None), "agent_executor", None)
+    messages = getattr(getattr(executor, "state", None), "messages", None)
+    if not isinstance(messages, list):
+        return None
+    for message in reversed(messages):
+        if isinstance(message, dict) and message.get("role") == "assistant":
+            return message if message.get("tool_calls") else None
+    return None
+
+
+def _message_calls(message: dict[str, Any]) -> list[tuple[str, object, str]]:
+    """``(tool name, arguments, id)`` of a message's tool calls, as the hooks see them."""
+    calls = []
+    for call in message.get("tool_calls") or ():
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict) or not isinstance(call.get("id"), str):
+            continue
+        arguments = function.get("arguments")
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)
+            except ValueError:
+                continue
+        calls.append((str(function.get("name")), arguments if arguments else {}, call["id"]))
+    return calls
+
+
 # --- a scripted offline model --------------------------------------------------------------
 
 
@@ -194,11 +284,17 @@ class ScriptedLLM(BaseLLM):  # type: ignore[misc]
         """The script's next tool call, given the tool messages, or its final answer."""
         listed = messages if isinstance(messages, list) else []
         read = [m.get("content") for m in listed if isinstance(m, dict) and m.get("role") == "tool"]
-        step = self._script.next_call(read)
-        if step is None:
+        steps = self._script.next_calls(read)
+        if not steps:
             return self._script.final
-        function = {"name": step[0], "arguments": json.dumps(step[1])}
-        return [{"id": f"call-{len(read) + 1}", "type": "function", "function": function}]
+        return [
+            {
+                "id": f"call-{len(read) + i + 1}",
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(args)},
+            }
+            for i, (name, args) in enumerate(steps)
+        ]
 
     def supports_function_calling(self) -> bool:
         """Native tool calls."""

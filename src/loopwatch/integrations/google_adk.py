@@ -14,8 +14,13 @@
 
 What it does (SPEC §11), with the three tool callbacks of ``BasePlugin``:
 
-* ``before_tool_callback`` asks the guard. A blocked call is answered with
-  ``{"error": <blocked message>}``: ADK uses a plugin's answer instead of running the tool.
+* ``on_event_callback`` sees each model response before its function calls run (ADK runs
+  them concurrently) and admits a response of two or more calls as one batch
+  (``guard.abefore_batch``): identical calls of one response count as the repeats they
+  are, and one critical blocks every call of it.
+* ``before_tool_callback`` asks the guard (or takes the batch's decision). A blocked call
+  is answered with ``{"error": <blocked message>}``: ADK uses a plugin's answer instead of
+  running the tool.
 * ``after_tool_callback`` records what the model is shown (the tool's dict, or
   ``{"result": value}`` as ADK wraps any other value), then, for an emitted warning, answers
   with the same dict plus a ``"loop_warning"`` entry.
@@ -41,6 +46,8 @@ import asyncio
 from collections.abc import AsyncGenerator, Callable
 from typing import Any, Final, TypeAlias
 
+from google.adk.agents.invocation_context import InvocationContext
+from google.adk.events.event import Event
 from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
@@ -53,6 +60,7 @@ from pydantic import PrivateAttr
 from loopwatch.adapter import (
     WARNING_SEPARATOR,
     AdapterOptions,
+    Admissions,
     OnCritical,
     ToolCall,
     unknown_tool_error,
@@ -130,18 +138,19 @@ class LoopGuardPlugin(BasePlugin):
         self.options = AdapterOptions(warn_model=warn_model, on_critical=on_critical)
         self._pending: dict[object, ToolCall] = {}
         self._warnings: dict[object, str] = {}
+        self._admissions = Admissions()
 
     @staticmethod
     def _key(tool_context: ToolContext) -> object:
         call_id = tool_context.function_call_id
         return call_id if call_id is not None else id(tool_context)
 
-    def _call(self, tool: BaseTool, tool_args: dict[str, Any], ctx: ToolContext) -> ToolCall:
+    def _call(self, name: str, tool_args: dict[str, Any], ctx: ToolContext) -> ToolCall:
         session = self.session_key(ctx) if callable(self.session_key) else self.session_key
         run = self.run_id(ctx) if callable(self.run_id) else self.run_id
         return ToolCall(
             self.guard,
-            tool.name,
+            name,
             dict(tool_args),
             session_key=session if session is not None else ctx.session.id,
             run_id=run if run is not None else ctx.invocation_id,
@@ -153,12 +162,38 @@ class LoopGuardPlugin(BasePlugin):
     async def before_tool_callback(
         self, *, tool: BaseTool, tool_args: dict[str, Any], tool_context: ToolContext
     ) -> dict[str, Any] | None:
-        """Ask the guard; answer a blocked call with its message instead of running it."""
-        tc = self._call(tool, tool_args, tool_context)
+        """Ask the guard (or take the decision its model message was admitted with); answer
+        a blocked call with its message instead of running it."""
+        tc = self._admissions.take(self._call(tool.name, tool_args, tool_context))
         await tc.astart()
         if tc.blocked:
             return {"error": tc.message}
         self._pending[self._key(tool_context)] = tc
+        return None
+
+    async def on_event_callback(
+        self, *, invocation_context: InvocationContext, event: Event
+    ) -> Event | None:
+        """Admit the function calls of one model response together.
+
+        ADK runs a response's calls concurrently, so each call's ``before_tool_callback``
+        would be decided before any sibling has an outcome. The runner hands the plugin the
+        response event (its calls carrying their final ids) before any of them starts, so
+        the turn is decided here with ``guard.abefore_batch``: identical calls count as
+        the repeats they are, and one critical blocks them all.
+        """
+        calls = event.get_function_calls() if not event.partial else []
+        if len(calls) < 2:
+            return None
+        batch = [
+            self._call(
+                str(call.name),
+                dict(call.args or {}),
+                ToolContext(invocation_context, function_call_id=call.id),
+            )
+            for call in calls
+        ]
+        await self._admissions.aadmit(self.guard, batch)
         return None
 
     async def after_tool_callback(
@@ -234,21 +269,22 @@ class ScriptedModel(BaseLlm):
     async def generate_content_async(
         self, llm_request: LlmRequest, stream: bool = False
     ) -> AsyncGenerator[LlmResponse, None]:
-        """The script's next move, given the function responses in the request."""
+        """The script's next move (one or more function calls, or the final text), given
+        the function responses in the request."""
         read = [
             part.function_response.response
             for content in llm_request.contents
             for part in content.parts or ()
             if part.function_response is not None
         ]
-        step = self._script.next_call(read)
-        if step is None:
-            part = types.Part(text=self._script.final)
-        else:
+        parts = []
+        for name, args in self._script.next_calls(read):
             self._calls += 1
-            call = types.FunctionCall(name=step[0], args=step[1], id=f"call-{self._calls}")
-            part = types.Part(function_call=call)
-        yield LlmResponse(content=types.Content(role="model", parts=[part]))
+            call = types.FunctionCall(name=name, args=args, id=f"call-{self._calls}")
+            parts.append(types.Part(function_call=call))
+        if not parts:
+            parts.append(types.Part(text=self._script.final))
+        yield LlmResponse(content=types.Content(role="model", parts=parts))
 
 
 __all__ = ["WARNING_KEY", "LoopGuardPlugin", "ScriptedModel", "loop_error"]

@@ -13,7 +13,10 @@ What :func:`guard_agent` does (SPEC §11), on the agent object (any ``BaseWorkfl
 an ``AgentWorkflow`` and its agents):
 
 * Every call of a tool the agent has goes through the agent's ``_call_tool`` (the one place
-  where it calls ``tool.acall``); that is wrapped. A blocked call is answered with an error
+  where it calls ``tool.acall``); that is wrapped. The workflow runs the calls of one model
+  turn as concurrent steps, so the agent's ``take_step`` is wrapped too: it admits the
+  turn's calls together (``guard.abefore_batch``), so identical calls of one turn count as
+  the repeats they are and one critical blocks them all. A blocked call is answered with an error
   ``ToolOutput`` carrying the blocked message, without calling the tool. The output's text
   (what the model reads) is recorded, or, for an error output, the exception (or its text);
   then an emitted warning is appended as one more text block.
@@ -37,12 +40,20 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final, TypeAlias, TypeVar
 
 from llama_index.core.agent.workflow import AgentWorkflow, BaseWorkflowAgent
-from llama_index.core.agent.workflow.workflow_events import ToolCallResult
+from llama_index.core.agent.workflow.workflow_events import AgentOutput, ToolCallResult
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock, ToolCallBlock
 from llama_index.core.llms.mock import MockFunctionCallingLLM
 from llama_index.core.tools import ToolOutput
 
-from loopwatch.adapter import AdapterOptions, OnCritical, ToolCall, unknown_tool_error
+from loopwatch.adapter import (
+    AdapterOptions,
+    Admissions,
+    OnCritical,
+    QueuedIds,
+    SessionCache,
+    ToolCall,
+    unknown_tool_error,
+)
 from loopwatch.guard import LoopGuard
 from loopwatch.testing import LoopScript
 
@@ -53,6 +64,24 @@ IdSource: TypeAlias = "str | Callable[[Any], object] | None"
 
 #: The ``Context`` store key holding the conversation's session id.
 SESSION_STORE_KEY: Final = "loopwatch_session"
+
+
+class _Turns:
+    """The model turns of one guarded agent (or workflow and its agents) awaiting their
+    tool steps: the decisions they were admitted with, and their call ids per session
+    (the tool step is not given the call's id)."""
+
+    def __init__(self) -> None:
+        self.admissions = Admissions()
+        self.ids: SessionCache[QueuedIds] = SessionCache()
+
+    def queued(self, session: object) -> QueuedIds:
+        key = str(session)
+        ids = self.ids.get(key)
+        if ids is None:
+            ids = QueuedIds()
+            self.ids.put(key, ids)
+        return ids
 
 
 class _Guard:
@@ -66,6 +95,7 @@ class _Guard:
         run_id: IdSource,
         agent_id: str | None,
         options: AdapterOptions,
+        turns: _Turns,
     ) -> None:
         self.agent = agent
         self.guard = guard
@@ -73,9 +103,13 @@ class _Guard:
         self.run_id = run_id
         self.agent_id = agent_id
         self.options = options
+        self.turns = turns
         self.call_tool: Callable[..., Awaitable[ToolOutput]] = agent._call_tool
         self.handle_results: Callable[..., Awaitable[None]] | None = getattr(
             agent, "handle_tool_call_results", None
+        )
+        self.take_step: Callable[..., Awaitable[AgentOutput]] | None = getattr(
+            agent, "take_step", None
         )
 
     async def _session(self, ctx: Any) -> object:
@@ -100,9 +134,35 @@ class _Guard:
             options=self.options,
         )
 
+    async def guarded_take_step(self, ctx: Any, *args: Any, **kwargs: Any) -> AgentOutput:
+        """The model's turn; its calls of the agent's tools are admitted together.
+
+        The workflow runs the calls of one turn as concurrent ``call_tool`` steps, so each
+        would be decided before any sibling has an outcome: the turn is decided here at once
+        (``guard.abefore_batch``), identical calls counting as the repeats they are and one
+        critical blocking them all, and its call ids are queued for the tool steps.
+        """
+        assert isinstance(self.agent, BaseWorkflowAgent) and self.take_step is not None
+        output = await self.take_step(ctx, *args, **kwargs)
+        known = {tool.metadata.get_name() for tool in await self.agent.get_tools("")}
+        calls = [c for c in output.tool_calls if c.tool_name in known]
+        if calls:
+            session = await self._session(ctx)
+            self.turns.queued(session).queue(
+                [(c.tool_name, dict(c.tool_kwargs), c.tool_id) for c in calls]
+            )
+            batch = [
+                await self._new_call(ctx, c.tool_name, dict(c.tool_kwargs), c.tool_id)
+                for c in calls
+            ]
+            await self.turns.admissions.aadmit(self.guard, batch)
+        return output
+
     async def guarded_call_tool(self, ctx: Any, tool: Any, tool_input: dict[str, Any]) -> Any:
         name = tool.metadata.get_name()
-        tc = await self._new_call(ctx, name, dict(tool_input), None)
+        args = dict(tool_input)
+        call_id = self.turns.queued(await self._session(ctx)).take(name, args)
+        tc = self.turns.admissions.take(await self._new_call(ctx, name, args, call_id))
         await tc.astart()
         if tc.blocked:
             return _output(name, tool_input, str(tc.message), is_error=True)
@@ -176,7 +236,7 @@ def guard_agent(
     if isinstance(agent.__dict__.get("_loopwatch"), _Guard):
         raise TypeError("this agent is already guarded")
     options = AdapterOptions(warn_model=warn_model, on_critical=on_critical)
-    ids = (guard, session_key, run_id, agent_id, options)
+    ids = (guard, session_key, run_id, agent_id, options, _Turns())
     state = _Guard(agent, *ids)
     # The agents are pydantic models: set the wrappers past their field validation.
     object.__setattr__(agent, "_call_tool", state.guarded_call_tool)
@@ -184,6 +244,7 @@ def guard_agent(
     for member in members:
         member_state = state if member is agent else _Guard(member, *ids)
         object.__setattr__(member, "handle_tool_call_results", member_state.guarded_handle_results)
+        object.__setattr__(member, "take_step", member_state.guarded_take_step)
     agent.__dict__["_loopwatch"] = state
     return agent
 
@@ -207,14 +268,16 @@ def scripted_llm(
     def respond(messages: Sequence[ChatMessage], **kwargs: Any) -> ChatMessage:
         seen[:] = [m.content for m in messages if m.role == MessageRole.TOOL]
         read = list(seen)
-        step = plan.next_call(read)
-        if step is None:
+        steps = plan.next_calls(read)
+        if not steps:
             return ChatMessage(role=MessageRole.ASSISTANT, content=plan.final)
-        calls[0] += 1
-        block = ToolCallBlock(
-            tool_call_id=f"call-{calls[0]}", tool_name=step[0], tool_kwargs=step[1]
-        )
-        return ChatMessage(role=MessageRole.ASSISTANT, blocks=[block])
+        blocks: list[Any] = []
+        for name, args in steps:
+            calls[0] += 1
+            blocks.append(
+                ToolCallBlock(tool_call_id=f"call-{calls[0]}", tool_name=name, tool_kwargs=args)
+            )
+        return ChatMessage(role=MessageRole.ASSISTANT, blocks=blocks)
 
     return MockFunctionCallingLLM(response_generator=respond, is_chat_model=True)
 

@@ -58,8 +58,12 @@ Not covered, by the SDK's design: tools of hosted MCP servers and of handoff tar
 session (for example ``OpenAIResponsesCompactionSession.run_compaction``) and run again,
 call ``guard.compaction_retry(session_key=..., run_id=...)``. The guarded copy's failure
 policy is no longer the SDK's *default* one, so ``RunConfig.tool_error_formatter`` is
-asked by loopwatch (same arguments) and the SDK's output-schema bypass for its own error
-texts does not apply to tools with an ``output_json_schema``.
+asked by loopwatch (same arguments), and the copy marks the default error text as the
+SDK does, so it still bypasses a structured output schema (``output_type`` /
+``output_json_schema``) instead of failing the run. A blocked call never runs the tool
+and its message bypasses the schema too (the SDK's rule for a rejection); a warning is
+appended to the result's JSON as the SDK sends it, except for calls made by a hosted
+program, whose output is left to its schema.
 """
 
 from __future__ import annotations
@@ -87,6 +91,7 @@ from agents import (
     ToolOutputGuardrailData,
     get_current_trace,
 )
+from agents import tool as agents_tool
 from agents.tool import (
     Tool,
     resolve_function_tool_failure_error_function,
@@ -123,6 +128,11 @@ IdSource: TypeAlias = "str | Callable[[ToolContext[Any]], object] | None"
 _NO_OP_TRACE: Final = "no-op"
 #: Name of loopwatch's guardrails in the SDK's guardrail results.
 GUARDRAIL_NAME: Final = "loopwatch"
+#: The ``ToolContext`` attribute by which the SDK knows that its default failure policy
+#: produced the call's output (``agents.tool``), so the text skips the output schema.
+_DEFAULT_FAILURE_HANDLED: Final = getattr(
+    agents_tool, "_DEFAULT_FAILURE_HANDLED_ATTR", "_function_tool_default_failure_handled"
+)
 
 
 class LoopDetectedRunError(LoopDetectedError, AgentsException):
@@ -163,14 +173,36 @@ def _params(arguments: str) -> object:
         return arguments
 
 
-def _shown(output: Any, context: ToolContext[Any]) -> object:
-    """What the model reads for ``output``, as the SDK converts it (SPEC §11.1)."""
-    if isinstance(output, str):
+def _guarded_tool(agent: Agent[Any], name: str) -> FunctionTool | None:
+    """The function tool ``name`` of ``agent`` (the guarded copy), if it is one."""
+    for tool in agent.tools:
+        if isinstance(tool, FunctionTool) and tool.name == name:
+            return tool
+    return None
+
+
+def _programmatic(call: object) -> bool:
+    """True for a call made by a hosted program (``caller.type == "program"``), not the
+    model: the SDK holds such calls of a tool with an output schema to that schema."""
+    caller = getattr(call, "caller", None)
+    kind = caller.get("type") if isinstance(caller, dict) else getattr(caller, "type", None)
+    return kind == "program"
+
+
+def _shown(output: Any, context: ToolContext[Any], tool: FunctionTool | None) -> object:
+    """What the model reads for ``output``, as the SDK converts it (SPEC §11.1): for a tool
+    with an output schema, the validated JSON the SDK sends."""
+    schema = tool.output_json_schema if tool is not None else None
+    adapter = getattr(tool, "_output_type_adapter", None)
+    if isinstance(output, str) and schema is None and adapter is None:
         return output
     call = context.tool_call
     if isinstance(call, ResponseFunctionToolCall):
         try:
-            return ItemHelpers.tool_call_output_item(call, output)["output"]
+            item = ItemHelpers.tool_call_output_item(
+                call, output, output_json_schema=schema, output_type_adapter=adapter
+            )
+            return item["output"]
         except Exception:
             # An output the SDK cannot convert fails the run right after this guardrail;
             # its text is the best record of it meanwhile.
@@ -319,7 +351,10 @@ class LoopGuardrails:
             leave_guarding(mark)
         if tc is None:
             return ToolGuardrailFunctionOutput.allow()
-        shown = _shown(data.output, context)
+        tool = _guarded_tool(data.agent, context.tool_name)
+        # A failure's text reaches the model as it is (the SDK bypasses the output schema
+        # for it); a result, converted as the SDK converts it.
+        shown = str(data.output) if error is not None else _shown(data.output, context, tool)
         # A raised error is recorded as the error (SPEC §11.1), not as the SDK's text.
         tc.outcome(Outcome(result=shown) if error is None else Outcome(error=error))
         try:
@@ -328,6 +363,14 @@ class LoopGuardrails:
             raise PostCompactionRunError(exc) from None
         warning = tc.warning
         if warning is None:
+            return ToolGuardrailFunctionOutput.allow(output_info=tc.decision)
+        if (
+            tool is not None
+            and tool.output_json_schema is not None
+            and _programmatic(context.tool_call)
+        ):
+            # A program, not the model, reads this output, and a changed output would
+            # reach it as an error object instead of its schema's JSON: left alone.
             return ToolGuardrailFunctionOutput.allow(output_info=tc.decision)
         text = shown if isinstance(shown, str) else render_for_model(shown)
         return ToolGuardrailFunctionOutput.reject_content(
@@ -352,6 +395,11 @@ class LoopGuardrails:
                 tool, "_use_default_failure_error_function", False
             ):
                 message = await self._formatted(context, error, message)
+                if isinstance(context, ToolContext):
+                    # As the SDK marks its own default failure text: the text then
+                    # bypasses the tool's output schema (otherwise validating the error
+                    # text against a structured output schema fails the whole run).
+                    setattr(context, _DEFAULT_FAILURE_HANDLED, True)
             return message
 
         return failure

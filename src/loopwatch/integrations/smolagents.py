@@ -13,9 +13,12 @@
 What :func:`guard_agent` does (SPEC §11):
 
 * A ``ToolCallingAgent`` runs every call through ``execute_tool_call``; the agent's one is
-  wrapped. A blocked call returns the blocked message as the observation and the tool is
-  not run. The observation the model reads (``str(result).strip()``) is recorded, then an
-  emitted warning is appended to it. A failing call reaches the model as smolagents'
+  wrapped. The calls of one model message run in a thread pool, so ``process_tool_calls``
+  is wrapped too: it admits them together (``guard.before_batch``), so identical calls of
+  one message count as the repeats they are and one critical blocks them all. A blocked
+  call returns the blocked message as the observation and the tool is not run. The
+  observation the model reads (``str(result).strip()``) is recorded, then an emitted
+  warning is appended to it. A failing call reaches the model as smolagents'
   ``AgentToolExecutionError``: it is recorded as the error, and an emitted warning is
   appended to its message. A call of a tool the agent does not have is recorded as a failed
   call naming the tool. ``final_answer``, which ends the run, is not guarded.
@@ -34,7 +37,7 @@ which keeps its history across ``run`` calls like the agent's own memory with
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from typing import Any, Final, TypeVar
 
 from smolagents import CodeAgent, MultiStepAgent, Tool, ToolCallingAgent
@@ -50,8 +53,10 @@ from smolagents.utils import AgentToolExecutionError
 from loopwatch.adapter import (
     WARNING_SEPARATOR,
     AdapterOptions,
+    Admissions,
     IdSource,
     OnCritical,
+    QueuedIds,
     ToolCall,
     unknown_tool_error,
 )
@@ -76,7 +81,14 @@ def _resolve(source: IdSource) -> object:
 
 
 class _Guarded:
-    """The wrapped ``execute_tool_call`` of one agent."""
+    """The wrapped ``execute_tool_call`` (and ``process_tool_calls``) of one agent.
+
+    smolagents hands ``execute_tool_call`` a call's name and arguments but not its id, and
+    runs the calls of one message in a thread pool. ``process_tool_calls``, which sees the
+    whole message, queues each call's id (:class:`QueuedIds`) and admits the message's calls
+    together (``guard.before_batch``); each ``execute_tool_call`` then takes an id queued
+    under its name and arguments, and with it the batch's decision.
+    """
 
     def __init__(
         self,
@@ -89,23 +101,43 @@ class _Guarded:
     ) -> None:
         self.agent = agent
         self.inner = agent.execute_tool_call
+        self.inner_process = agent.process_tool_calls
         self.guard = guard
         self.session_key = session_key
         self.run_id = run_id
         self.agent_id = agent_id
         self.options = options
+        self.admissions = Admissions()
+        self.ids = QueuedIds()
 
-    def __call__(self, tool_name: str, arguments: dict[str, str] | str) -> Any:
-        if tool_name == FINAL_ANSWER:
-            return self.inner(tool_name, arguments)  # ends the run: nothing to guard
-        tc = ToolCall(
+    def _call(self, tool_name: str, arguments: object, call_id: object) -> ToolCall:
+        return ToolCall(
             self.guard,
             tool_name,
             arguments,
             session_key=_resolve(self.session_key),
             run_id=_resolve(self.run_id),
+            tool_call_id=call_id,
             agent_id=self.agent_id,
             options=self.options,
+        )
+
+    def process(self, chat_message: ChatMessage, memory_step: Any) -> Generator[Any, None, None]:
+        """Queue the message's call ids and admit its calls together, then process them."""
+        calls = [
+            (c.function.name, c.function.arguments, c.id)
+            for c in chat_message.tool_calls or ()
+            if c.function.name != FINAL_ANSWER
+        ]
+        self.ids.queue(calls)
+        self.admissions.admit(self.guard, [self._call(*call) for call in calls])
+        yield from self.inner_process(chat_message, memory_step)
+
+    def __call__(self, tool_name: str, arguments: dict[str, str] | str) -> Any:
+        if tool_name == FINAL_ANSWER:
+            return self.inner(tool_name, arguments)  # ends the run: nothing to guard
+        tc = self.admissions.take(
+            self._call(tool_name, arguments, self.ids.take(tool_name, arguments))
         )
         tc.start()
         if tc.blocked:
@@ -190,7 +222,9 @@ def guard_agent(
     if isinstance(agent, ToolCallingAgent):
         if isinstance(agent.execute_tool_call, _Guarded):
             raise TypeError("this agent is already guarded")
-        agent.execute_tool_call = _Guarded(agent, guard, session, run_id, agent_id, options)
+        guarded = _Guarded(agent, guard, session, run_id, agent_id, options)
+        agent.execute_tool_call = guarded
+        agent.process_tool_calls = guarded.process
         return agent
 
     def ids() -> dict[str, Any]:
@@ -221,6 +255,7 @@ class ScriptedModel(Model):  # type: ignore[misc]
         super().__init__(**kwargs)
         self.script = script if script is not None else LoopScript()
         self._calls = 0
+        self._sent: list[int] = []  # how many calls each message of this run had
 
     def generate(
         self,
@@ -230,23 +265,35 @@ class ScriptedModel(Model):  # type: ignore[misc]
         tools_to_call_from: list[Tool] | None = None,
         **kwargs: Any,
     ) -> ChatMessage:
-        """The script's next call, given the tool responses in ``messages``."""
-        read = []
+        """The script's next calls, given the tool responses in ``messages``.
+
+        smolagents answers all the calls of one message in one tool response, so the
+        response of the ``i``-th message counts as as many results as that message had
+        calls (each one read as the whole response text).
+        """
+        responses = []
         for message in messages:
             if isinstance(message, ChatMessage) and message.role == MessageRole.TOOL_RESPONSE:
                 text = _text(message)
                 for prefix in _RESPONSE_PREFIXES:
                     text = text.removeprefix(prefix)
-                read.append(text)
-        step = self.script.next_call(read)
-        name, args = step if step is not None else (FINAL_ANSWER, {"answer": self.script.final})
-        self._calls += 1
-        call = ChatMessageToolCall(
-            id=f"call-{self._calls}",
-            type="function",
-            function=ChatMessageToolCallFunction(name=name, arguments=args),
-        )
-        return ChatMessage(role=MessageRole.ASSISTANT, content="", tool_calls=[call])
+                responses.append(text)
+        if not responses:
+            self._sent.clear()  # a new run
+        read = [text for text, n in zip(responses, self._sent, strict=False) for _ in range(n)]
+        steps = self.script.next_calls(read) or [(FINAL_ANSWER, {"answer": self.script.final})]
+        self._sent.append(len(steps))
+        calls = []
+        for name, args in steps:
+            self._calls += 1
+            calls.append(
+                ChatMessageToolCall(
+                    id=f"call-{self._calls:04d}",
+                    type="function",
+                    function=ChatMessageToolCallFunction(name=name, arguments=args),
+                )
+            )
+        return ChatMessage(role=MessageRole.ASSISTANT, content="", tool_calls=calls)
 
 
 __all__ = ["ScriptedModel", "guard_agent"]
