@@ -28,12 +28,11 @@ from loopwatch.config import (
 )
 from loopwatch.core._undefined import UNDEFINED
 from loopwatch.core.fingerprint import hash_tool_call
-from loopwatch.core.jsstr import WS_CHARS, is_blank
 from loopwatch.core.naming import normalize_run_id, normalize_tool_call_id, normalize_tool_name
 from loopwatch.core.normalizers import validate_normalizers
 from loopwatch.core.outcomes import hash_tool_outcome
 from loopwatch.core.records import ToolCallRecord
-from loopwatch.detectors.compaction import GuardSnapshot, GuardVerdict, log_abort, log_armed
+from loopwatch.detectors.compaction import GuardSnapshot, GuardVerdict, log_abort
 from loopwatch.detectors.profiles import (
     FIRST_WARNING_MODES,
     PROFILES,
@@ -43,20 +42,20 @@ from loopwatch.detectors.profiles import (
     UpcomingCall,
     WithDetectors,
 )
-from loopwatch.detectors.reference import NOT_STUCK, LoopVerdict, RunHistory, is_known_poll
+from loopwatch.detectors.reference import NOT_STUCK, LoopVerdict, is_known_poll
 from loopwatch.errors import PostCompactionLoopPersistedError, StoreError
 from loopwatch.events import (
     CompactionLoopPersistedEvent,
-    GuardArmedEvent,
     LoopEvent,
     StoreErrorEvent,
     ToolExecutionBlockedEvent,
     ToolLoopEvent,
     params_summary,
 )
+from loopwatch.guard import _accessors, _batch, _lifecycle
+from loopwatch.guard._keys import WHITESPACE, plain_session_key, safe_tool_name
 from loopwatch.guard._memo import ArgsMemo, CallBook, ToolNames
 from loopwatch.guard._ops import (
-    ArmGuard,
     BeginCall,
     CancelCall,
     RecordOutcome,
@@ -64,8 +63,6 @@ from loopwatch.guard._ops import (
     UpdateBucket,
     adrive,
     adrive_one,
-    drive,
-    drive_one,
 )
 from loopwatch.guard._policy import (
     OnceLog,
@@ -93,8 +90,6 @@ BatchCall = tuple[object, object, object]
 
 _MAX_CACHED_AGENTS: Final = 1024
 STORE_UNAVAILABLE: Final = "store_unavailable"
-#: The warning-bucket key under which a run's critical strikes are counted.
-_STRIKE_KEY: Final = "loopwatch:critical-strike"
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,39 +117,6 @@ def blocked_result(message: str) -> dict[str, Any]:
             "reason": message,
         },
     }
-
-
-#: JavaScript's whitespace (``js_trim``): a key starting with anything else is not blank.
-_WHITESPACE: Final = frozenset(WS_CHARS)
-
-
-def _session_key(session_key: object) -> str | None:
-    """The session key as a plain ``str``, or ``None`` for "no session" (SPEC §5.1).
-
-    A ``str`` subclass is copied to a plain ``str`` first: its methods are the host's code
-    and may raise, and the key must never escape the fail-open handlers.
-    """
-    if type(session_key) is not str:
-        if not isinstance(session_key, str):
-            return None
-        session_key = str.__str__(session_key)
-    elif session_key and session_key[0] not in _WHITESPACE:
-        return session_key  # the usual key: not blank, at the cost of one lookup
-    return None if is_blank(session_key) else session_key
-
-
-def _safe_tool_name(tool_name: object) -> str:
-    try:
-        return normalize_tool_name(tool_name)
-    except Exception:
-        return "tool"
-
-
-def _safe_run_id(run_id: object) -> str | None:
-    try:
-        return normalize_run_id(run_id)
-    except Exception:
-        return None
 
 
 @dataclass(slots=True)
@@ -289,7 +251,7 @@ class LoopGuard:
         self._allow = Decision("allow", NOT_STUCK, False, None, self.enforce)
         # Per-call work done once: normalised tool names, guard specs, the args hash of
         # each call between its before_call and its after_call, and the calls in flight.
-        self._tool_name = ToolNames(_safe_tool_name)
+        self._tool_name = ToolNames(safe_tool_name)
         self._guard_specs: dict[tuple[int, bool], GuardSpec] = {}
         #: The calls between their before_call and their after_call (see CallBook).
         self._calls = CallBook()
@@ -358,7 +320,7 @@ class LoopGuard:
 
     def _accepts(self, session_key: object) -> str | None:
         """The session key, or ``None`` for "no session" (SPEC §5.1), logged once."""
-        key = _session_key(session_key)
+        key = plain_session_key(session_key)
         if key is None and not self._warned_no_session:
             self._warned_no_session = True
             tools_logger.warning(messages.LOG_NO_SESSION_KEY)
@@ -629,7 +591,7 @@ class LoopGuard:
             give that result to the model and pass it to :meth:`after_call`.
         """
         tool = self._tool_name(tool_name)
-        if type(session_key) is str and session_key and session_key[0] not in _WHITESPACE:
+        if type(session_key) is str and session_key and session_key[0] not in WHITESPACE:
             key = session_key  # the usual key (_accepts would return it as is)
         else:
             accepted = self._accepts(session_key)
@@ -684,76 +646,7 @@ class LoopGuard:
         except Exception as exc:
             return self._before_failed(tool, exc)
 
-    # --- batches -----------------------------------------------------------------------
-
-    def _batch_steps(self, plans: list[_BeforePlan]) -> Steps[list[tuple[LoopVerdict, bool]]]:
-        """Decide a batch against the history as it would be after its calls.
-
-        Each call is judged against the run's records plus the batch's earlier calls,
-        projected with the latest outcome already known for the same call signature (an
-        identical call repeats its outcome until it shows otherwise). A critical anywhere
-        blocks the whole batch before anything is recorded; otherwise every call is
-        recorded, in order, as ``before_call`` would have.
-        """
-        first = plans[0]
-        scoped = yield BeginCall(
-            first.session_key, first.call.run_id, None, first.resolved.history_size, first.now
-        )
-        source = scoped.fields() if isinstance(scoped, RunHistory) else scoped
-        projected: list[Any] = list(source)
-        verdicts: list[LoopVerdict] = []
-        for plan in plans:
-            verdict = self.detector_profile.detect(projected, plan.call, plan.resolved)
-            verdicts.append(verdict)
-            if verdict.level == "critical" and self.enforce:
-                # The whole batch is refused before anything runs or is recorded.
-                return [(v, False) for v in verdicts]
-            projected.append(_projected(projected, plan))
-        results: list[tuple[LoopVerdict, bool]] = []
-        for plan, verdict in zip(plans, verdicts, strict=True):
-            yield BeginCall(
-                plan.session_key,
-                plan.call.run_id,
-                plan.pending,
-                plan.resolved.history_size,
-                plan.now,
-            )
-            emitted = False
-            if verdict.stuck and verdict.level != "critical":
-                emitted = yield self._warn_step(plan, verdict)
-            results.append((verdict, emitted))
-        return results
-
-    def _conclude_batch(
-        self,
-        plans: list[_BeforePlan],
-        found: list[tuple[LoopVerdict, bool]],
-        ids: list[object],
-        agent_id: object,
-    ) -> list[Decision]:
-        critical = next((v for v, _ in found if v.level == "critical"), None)
-        if critical is None or not self.enforce:
-            return [
-                self._start(plan, call_id, agent_id, self._conclude(plan, verdict, emitted))
-                for call_id, plan, (verdict, emitted) in zip(ids, plans, found, strict=True)
-            ]
-        sibling = replace(critical, message=messages.BATCH_SIBLING_BLOCKED)
-        decisions = []
-        for index, plan in enumerate(plans):
-            if index == len(found) - 1:  # the call whose verdict is the critical one
-                decision = self._conclude(plan, critical, True)
-            else:
-                decision = self._blocked(plan, sibling, messages.BATCH_SIBLING_BLOCKED)
-            decisions.append(self._start(plan, ids[index], agent_id, decision))
-        return decisions
-
-    def _batch_plans(
-        self, calls: Sequence[BatchCall], key: str, run_id: object, agent_id: object
-    ) -> list[_BeforePlan]:
-        return [
-            self._plan_before(self._tool_name(tool), params, key, run_id, call_id, agent_id)
-            for tool, params, call_id in calls
-        ]
+    # --- batches (see _batch) -------------------------------------------------------------
 
     def before_batch(
         self,
@@ -774,31 +667,9 @@ class LoopGuard:
         Returns:
             One :class:`Decision` per call, in order.
         """
-        if len(calls) == 1:
-            tool, params, call_id = calls[0]
-            return [
-                self.before_call(
-                    tool,
-                    params,
-                    session_key=session_key,
-                    run_id=run_id,
-                    tool_call_id=call_id,
-                    agent_id=agent_id,
-                )
-            ]
-        key = self._accepts(session_key)
-        if key is None or not calls:
-            return [self._allow] * len(calls)
-        try:
-            plans = self._batch_plans(calls, key, run_id, agent_id)
-            found = drive(self._store, key, self._batch_steps(plans))
-            return self._conclude_batch(plans, found, [c[2] for c in calls], agent_id)
-        except StoreError as exc:
-            decision = self._before_store_failed(key, "tool", exc)
-            return [decision] * len(calls)
-        except Exception as exc:
-            decision = self._before_failed("tool", exc)
-            return [decision] * len(calls)
+        return _batch.before_batch(
+            self, calls, session_key=session_key, run_id=run_id, agent_id=agent_id
+        )
 
     async def abefore_batch(
         self,
@@ -809,31 +680,9 @@ class LoopGuard:
         agent_id: object = None,
     ) -> list[Decision]:
         """Async twin of :meth:`before_batch`."""
-        if len(calls) == 1:
-            tool, params, call_id = calls[0]
-            return [
-                await self.abefore_call(
-                    tool,
-                    params,
-                    session_key=session_key,
-                    run_id=run_id,
-                    tool_call_id=call_id,
-                    agent_id=agent_id,
-                )
-            ]
-        key = self._accepts(session_key)
-        if key is None or not calls:
-            return [self._allow] * len(calls)
-        try:
-            plans = self._batch_plans(calls, key, run_id, agent_id)
-            found = await adrive(self._store, key, self._batch_steps(plans))
-            return self._conclude_batch(plans, found, [c[2] for c in calls], agent_id)
-        except StoreError as exc:
-            decision = self._before_store_failed(key, "tool", exc)
-            return [decision] * len(calls)
-        except Exception as exc:
-            decision = self._before_failed("tool", exc)
-            return [decision] * len(calls)
+        return await _batch.abefore_batch(
+            self, calls, session_key=session_key, run_id=run_id, agent_id=agent_id
+        )
 
     # --- after_call ------------------------------------------------------------------
 
@@ -952,7 +801,7 @@ class LoopGuard:
             PostCompactionLoopPersistedError: the loop survived a compaction; end the run.
         """
         tool = self._tool_name(tool_name)
-        if type(session_key) is str and session_key and session_key[0] not in _WHITESPACE:
+        if type(session_key) is str and session_key and session_key[0] not in WHITESPACE:
             key = session_key  # the usual key (_accepts would return it as is)
         else:
             accepted = self._accepts(session_key)
@@ -1026,11 +875,7 @@ class LoopGuard:
             return None
         return self._finish_after(key, written)
 
-    # --- critical strikes (the recovery policy of adapters and hooks) --------------------
-
-    def _strike_op(self, key: str, run_id: object) -> UpdateBucket:
-        run = _safe_run_id(run_id)
-        return UpdateBucket(key, f"{run}:{_STRIKE_KEY}", 1, self._now())
+    # --- critical strikes and compaction retries (see _lifecycle) ---------------------------
 
     def critical_strike(self, *, session_key: object, run_id: object = None) -> int:
         """Count one critical block of a run; returns 1 for its first, 2 for any later.
@@ -1039,91 +884,25 @@ class LoopGuard:
         share a store (hooks) share it. On a store failure it answers 1: a broken store
         never ends a run by accident.
         """
-        key = self._accepts(session_key)
-        if key is None:
-            return 1
-        try:
-            first = drive_one(self._store, key, self._strike_op(key, run_id))
-        except Exception as exc:
-            self._strike_failed(key, exc)
-            return 1
-        return 1 if first else 2
+        return _lifecycle.critical_strike(self, session_key=session_key, run_id=run_id)
 
     async def acritical_strike(self, *, session_key: object, run_id: object = None) -> int:
         """Async twin of :meth:`critical_strike`."""
-        key = self._accepts(session_key)
-        if key is None:
-            return 1
-        try:
-            first = await adrive_one(self._store, key, self._strike_op(key, run_id))
-        except Exception as exc:
-            self._strike_failed(key, exc)
-            return 1
-        return 1 if first else 2
-
-    def _strike_failed(self, session_key: str, exc: Exception) -> None:
-        if isinstance(exc, StoreError):
-            self._store_failed(session_key, "", "critical_strike", exc)
-        else:
-            self._internal_error(self._detection_failed, "", exc)
-
-    # --- compaction ------------------------------------------------------------------
-
-    def _arm_op(self, session_key: str, run: str | None, agent_id: object) -> ArmGuard:
-        _block, resolved = self.block_for(agent_id)
-        return ArmGuard(session_key, run, self._guard_spec(resolved), self._now())
-
-    def _armed(self, session_key: str, run: str | None, actual: GuardSpec | None) -> None:
-        if actual is None:
-            return
-        if actual.enabled:
-            log_armed(actual.window_size)
-        self._emit(
-            GuardArmedEvent(
-                session_key=session_key,
-                window_size=actual.window_size,
-                enabled=actual.enabled,
-                run_id=run,
-            )
-        )
-
-    def _arm_failed(self, session_key: str, exc: Exception) -> None:
-        if isinstance(exc, StoreError):
-            self._store_failed(session_key, "", "compaction_retry", exc)
-        elif self.strict:
-            raise exc
-        else:
-            tools_logger.warning(messages.LOG_COMPACTION_RETRY_FAILED.format(error=error_text(exc)))
+        return await _lifecycle.acritical_strike(self, session_key=session_key, run_id=run_id)
 
     def compaction_retry(
         self, *, session_key: object, run_id: object = None, agent_id: object = None
     ) -> None:
         """Arm the run's post-compaction guard: call it on every retry after a compaction."""
-        key = self._accepts(session_key)
-        if key is None:
-            return
-        run = _safe_run_id(run_id)
-        actual: GuardSpec | None = None
-        try:
-            actual = drive_one(self._store, key, self._arm_op(key, run, agent_id))
-        except Exception as exc:
-            self._arm_failed(key, exc)
-        self._armed(key, run, actual)
+        _lifecycle.compaction_retry(self, session_key=session_key, run_id=run_id, agent_id=agent_id)
 
     async def acompaction_retry(
         self, *, session_key: object, run_id: object = None, agent_id: object = None
     ) -> None:
         """Async twin of :meth:`compaction_retry`."""
-        key = self._accepts(session_key)
-        if key is None:
-            return
-        run = _safe_run_id(run_id)
-        actual: GuardSpec | None = None
-        try:
-            actual = await adrive_one(self._store, key, self._arm_op(key, run, agent_id))
-        except Exception as exc:
-            self._arm_failed(key, exc)
-        self._armed(key, run, actual)
+        await _lifecycle.acompaction_retry(
+            self, session_key=session_key, run_id=run_id, agent_id=agent_id
+        )
 
     # --- adapters for hand-written agent loops (issue 03) -------------------------------
 
@@ -1141,81 +920,39 @@ class LoopGuard:
 
         return adapter.call(self, *args, **kwargs)
 
-    # --- accessors (SPEC §9.4): never touch or create a session -------------------------
+    # --- accessors (SPEC §9.4, see _accessors): never touch or create a session ----------
 
     def history(self, *, session_key: object) -> tuple[ToolCallRecord, ...]:
         """A copy of the session's history, all runs, oldest first."""
-        key = _session_key(session_key)
-        if key is None:
-            return ()
-        return self._store.history(key, self._now())
+        return _accessors.history(self, session_key=session_key)
 
     def guard_snapshot(
         self, *, session_key: object, run_id: object = None, agent_id: object = None
     ) -> GuardSnapshot:
         """The run's guard state; unarmed with 0 attempts when it has no guard yet."""
-        key = _session_key(session_key)
-        if key is None:
-            return GuardSnapshot(armed=False, remaining_attempts=0)
-        return self._store.guard_snapshot(key, _safe_run_id(run_id), self._now())
+        return _accessors.guard_snapshot(self, session_key=session_key, run_id=run_id)
 
     def last_guard_verdict(
         self, *, session_key: object, run_id: object = None
     ) -> GuardVerdict | None:
         """The verdict of the run guard's latest observation, or ``None``."""
-        key = _session_key(session_key)
-        if key is None:
-            return None
-        return self._store.last_guard_verdict(key, _safe_run_id(run_id), self._now())
+        return _accessors.last_guard_verdict(self, session_key=session_key, run_id=run_id)
 
     async def ahistory(self, *, session_key: object) -> tuple[ToolCallRecord, ...]:
         """Async twin of :meth:`history`."""
-        key = _session_key(session_key)
-        if key is None:
-            return ()
-        return await self._store.ahistory(key, self._now())
+        return await _accessors.ahistory(self, session_key=session_key)
 
     async def aguard_snapshot(
         self, *, session_key: object, run_id: object = None, agent_id: object = None
     ) -> GuardSnapshot:
         """Async twin of :meth:`guard_snapshot`."""
-        key = _session_key(session_key)
-        if key is None:
-            return GuardSnapshot(armed=False, remaining_attempts=0)
-        return await self._store.aguard_snapshot(key, _safe_run_id(run_id), self._now())
+        return await _accessors.aguard_snapshot(self, session_key=session_key, run_id=run_id)
 
     async def alast_guard_verdict(
         self, *, session_key: object, run_id: object = None
     ) -> GuardVerdict | None:
         """Async twin of :meth:`last_guard_verdict`."""
-        key = _session_key(session_key)
-        if key is None:
-            return None
-        return await self._store.alast_guard_verdict(key, _safe_run_id(run_id), self._now())
-
-
-def _projected(records: Sequence[Any], plan: _BeforePlan) -> ToolCallRecord:
-    """A batch call as the history would hold it: its outcome is the latest known outcome
-    of the same call signature (``None`` when there is none yet)."""
-    call = plan.call
-    result_hash: str | None = None
-    unknown: str | None = None
-    for record in reversed(records):
-        if record.tool_name == call.tool_name and record.args_hash == call.args_hash:
-            result_hash = record.result_hash
-            unknown = record.unknown_tool_name
-            break
-    facts = plan.pending.adaptive_facts if plan.pending is not None else None
-    return ToolCallRecord(
-        call.tool_name,
-        call.args_hash,
-        plan.call_id,
-        call.run_id,
-        result_hash,
-        unknown,
-        int(plan.now * 1000),
-        facts,
-    )
+        return await _accessors.alast_guard_verdict(self, session_key=session_key, run_id=run_id)
 
 
 __all__ = ["BatchCall", "Decision", "LoopGuard", "blocked_result"]

@@ -1,0 +1,205 @@
+"""Batch admission (issue 16): a whole assistant turn of tool calls decided at once.
+
+``LoopGuard.before_batch`` and its async twin are these functions. Each call of the turn
+is judged against the run's history as it would be after the calls before it (OpenClaw
+2026.8 admits a batch atomically): identical calls in one turn count as the repeats they
+are, and one critical blocks the turn before anything runs or is recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from loopwatch import messages
+from loopwatch.core.records import ToolCallRecord
+from loopwatch.detectors.reference import LoopVerdict, RunHistory
+from loopwatch.errors import StoreError
+from loopwatch.guard._ops import BeginCall, Steps, adrive, drive
+
+if TYPE_CHECKING:
+    from loopwatch.guard.loopguard import BatchCall, Decision, LoopGuard, _BeforePlan
+
+
+def batch_steps(
+    guard: LoopGuard, plans: list[_BeforePlan]
+) -> Steps[list[tuple[LoopVerdict, bool]]]:
+    """Decide a batch against the history as it would be after its calls.
+
+    Each call is judged against the run's records plus the batch's earlier calls,
+    projected with the latest outcome already known for the same call signature (an
+    identical call repeats its outcome until it shows otherwise). A critical anywhere
+    blocks the whole batch before anything is recorded; otherwise every call is
+    recorded, in order, as ``before_call`` would have.
+    """
+    first = plans[0]
+    scoped = yield BeginCall(
+        first.session_key, first.call.run_id, None, first.resolved.history_size, first.now
+    )
+    source = scoped.fields() if isinstance(scoped, RunHistory) else scoped
+    projected: list[Any] = list(source)
+    verdicts: list[LoopVerdict] = []
+    for plan in plans:
+        verdict = guard.detector_profile.detect(projected, plan.call, plan.resolved)
+        verdicts.append(verdict)
+        if verdict.level == "critical" and guard.enforce:
+            # The whole batch is refused before anything runs or is recorded.
+            return [(v, False) for v in verdicts]
+        projected.append(projected_record(projected, plan))
+    results: list[tuple[LoopVerdict, bool]] = []
+    for plan, verdict in zip(plans, verdicts, strict=True):
+        yield BeginCall(
+            plan.session_key,
+            plan.call.run_id,
+            plan.pending,
+            plan.resolved.history_size,
+            plan.now,
+        )
+        emitted = False
+        if verdict.stuck and verdict.level != "critical":
+            emitted = yield guard._warn_step(plan, verdict)
+        results.append((verdict, emitted))
+    return results
+
+
+def conclude_batch(
+    guard: LoopGuard,
+    plans: list[_BeforePlan],
+    found: list[tuple[LoopVerdict, bool]],
+    ids: list[object],
+    agent_id: object,
+) -> list[Decision]:
+    critical = next((v for v, _ in found if v.level == "critical"), None)
+    if critical is None or not guard.enforce:
+        return [
+            guard._start(plan, call_id, agent_id, guard._conclude(plan, verdict, emitted))
+            for call_id, plan, (verdict, emitted) in zip(ids, plans, found, strict=True)
+        ]
+    sibling = replace(critical, message=messages.BATCH_SIBLING_BLOCKED)
+    decisions = []
+    for index, plan in enumerate(plans):
+        if index == len(found) - 1:  # the call whose verdict is the critical one
+            decision = guard._conclude(plan, critical, True)
+        else:
+            decision = guard._blocked(plan, sibling, messages.BATCH_SIBLING_BLOCKED)
+        decisions.append(guard._start(plan, ids[index], agent_id, decision))
+    return decisions
+
+
+def batch_plans(
+    guard: LoopGuard, calls: Sequence[BatchCall], key: str, run_id: object, agent_id: object
+) -> list[_BeforePlan]:
+    return [
+        guard._plan_before(guard._tool_name(tool), params, key, run_id, call_id, agent_id)
+        for tool, params, call_id in calls
+    ]
+
+
+def before_batch(
+    guard: LoopGuard,
+    calls: Sequence[BatchCall],
+    *,
+    session_key: object,
+    run_id: object = None,
+    agent_id: object = None,
+) -> list[Decision]:
+    """Decide a whole assistant turn of tool calls at once; never raises.
+
+    ``calls`` are ``(tool_name, params, tool_call_id)`` tuples in the model's order.
+    Identical calls in one batch count as the repeats they are, and one critical blocks
+    the batch (as OpenClaw 2026.8 admits a batch atomically): every call then gets a
+    ``tool_result``, the critical one its verdict's message, its siblings a note that
+    they were not run. A batch of one is exactly :meth:`before_call`.
+
+    Returns:
+        One :class:`Decision` per call, in order.
+    """
+    if len(calls) == 1:
+        tool, params, call_id = calls[0]
+        return [
+            guard.before_call(
+                tool,
+                params,
+                session_key=session_key,
+                run_id=run_id,
+                tool_call_id=call_id,
+                agent_id=agent_id,
+            )
+        ]
+    key = guard._accepts(session_key)
+    if key is None or not calls:
+        return [guard._allow] * len(calls)
+    try:
+        plans = batch_plans(guard, calls, key, run_id, agent_id)
+        found = drive(guard._store, key, batch_steps(guard, plans))
+        return conclude_batch(guard, plans, found, [c[2] for c in calls], agent_id)
+    except StoreError as exc:
+        decision = guard._before_store_failed(key, "tool", exc)
+        return [decision] * len(calls)
+    except Exception as exc:
+        decision = guard._before_failed("tool", exc)
+        return [decision] * len(calls)
+
+
+async def abefore_batch(
+    guard: LoopGuard,
+    calls: Sequence[BatchCall],
+    *,
+    session_key: object,
+    run_id: object = None,
+    agent_id: object = None,
+) -> list[Decision]:
+    """Async twin of :meth:`before_batch`."""
+    if len(calls) == 1:
+        tool, params, call_id = calls[0]
+        return [
+            await guard.abefore_call(
+                tool,
+                params,
+                session_key=session_key,
+                run_id=run_id,
+                tool_call_id=call_id,
+                agent_id=agent_id,
+            )
+        ]
+    key = guard._accepts(session_key)
+    if key is None or not calls:
+        return [guard._allow] * len(calls)
+    try:
+        plans = batch_plans(guard, calls, key, run_id, agent_id)
+        found = await adrive(guard._store, key, batch_steps(guard, plans))
+        return conclude_batch(guard, plans, found, [c[2] for c in calls], agent_id)
+    except StoreError as exc:
+        decision = guard._before_store_failed(key, "tool", exc)
+        return [decision] * len(calls)
+    except Exception as exc:
+        decision = guard._before_failed("tool", exc)
+        return [decision] * len(calls)
+
+
+def projected_record(records: Sequence[Any], plan: _BeforePlan) -> ToolCallRecord:
+    """A batch call as the history would hold it: its outcome is the latest known outcome
+    of the same call signature (``None`` when there is none yet)."""
+    call = plan.call
+    result_hash: str | None = None
+    unknown: str | None = None
+    for record in reversed(records):
+        if record.tool_name == call.tool_name and record.args_hash == call.args_hash:
+            result_hash = record.result_hash
+            unknown = record.unknown_tool_name
+            break
+    facts = plan.pending.adaptive_facts if plan.pending is not None else None
+    return ToolCallRecord(
+        call.tool_name,
+        call.args_hash,
+        plan.call_id,
+        call.run_id,
+        result_hash,
+        unknown,
+        int(plan.now * 1000),
+        facts,
+    )
+
+
+__all__ = ["abefore_batch", "before_batch", "projected_record"]

@@ -1,0 +1,142 @@
+"""A run's lifecycle beyond single calls: critical strikes and compaction retries.
+
+``LoopGuard.critical_strike`` (the recovery policy of adapters and hooks: the first
+critical of a run is answered, a later one ends it) and ``LoopGuard.compaction_retry``
+(arming the run's post-compaction guard, SPEC §6.2) are these functions, with their async
+twins. Both keep their state in the store, so processes sharing a store share it.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Final
+
+from loopwatch import messages
+from loopwatch.detectors.compaction import log_armed
+from loopwatch.errors import StoreError
+from loopwatch.events import GuardArmedEvent
+from loopwatch.guard._keys import safe_run_id
+from loopwatch.guard._ops import ArmGuard, UpdateBucket, adrive_one, drive_one
+from loopwatch.guard._policy import error_text
+from loopwatch.stores.base import GuardSpec
+
+if TYPE_CHECKING:
+    from loopwatch.guard.loopguard import LoopGuard
+
+tools_logger = logging.getLogger("loopwatch.tools")
+
+#: The warning-bucket key under which a run's critical strikes are counted.
+STRIKE_KEY: Final = "loopwatch:critical-strike"
+
+
+def strike_op(guard: LoopGuard, key: str, run_id: object) -> UpdateBucket:
+    run = safe_run_id(run_id)
+    return UpdateBucket(key, f"{run}:{STRIKE_KEY}", 1, guard._now())
+
+
+def critical_strike(guard: LoopGuard, *, session_key: object, run_id: object = None) -> int:
+    """Count one critical block of a run; returns 1 for its first, 2 for any later.
+
+    The count lives in the store (a warning-bucket key per run), so processes that
+    share a store (hooks) share it. On a store failure it answers 1: a broken store
+    never ends a run by accident.
+    """
+    key = guard._accepts(session_key)
+    if key is None:
+        return 1
+    try:
+        first = drive_one(guard._store, key, strike_op(guard, key, run_id))
+    except Exception as exc:
+        strike_failed(guard, key, exc)
+        return 1
+    return 1 if first else 2
+
+
+async def acritical_strike(guard: LoopGuard, *, session_key: object, run_id: object = None) -> int:
+    """Async twin of :meth:`critical_strike`."""
+    key = guard._accepts(session_key)
+    if key is None:
+        return 1
+    try:
+        first = await adrive_one(guard._store, key, strike_op(guard, key, run_id))
+    except Exception as exc:
+        strike_failed(guard, key, exc)
+        return 1
+    return 1 if first else 2
+
+
+def strike_failed(guard: LoopGuard, session_key: str, exc: Exception) -> None:
+    if isinstance(exc, StoreError):
+        guard._store_failed(session_key, "", "critical_strike", exc)
+    else:
+        guard._internal_error(guard._detection_failed, "", exc)
+
+
+def arm_op(guard: LoopGuard, session_key: str, run: str | None, agent_id: object) -> ArmGuard:
+    _block, resolved = guard.block_for(agent_id)
+    return ArmGuard(session_key, run, guard._guard_spec(resolved), guard._now())
+
+
+def armed(guard: LoopGuard, session_key: str, run: str | None, actual: GuardSpec | None) -> None:
+    if actual is None:
+        return
+    if actual.enabled:
+        log_armed(actual.window_size)
+    guard._emit(
+        GuardArmedEvent(
+            session_key=session_key,
+            window_size=actual.window_size,
+            enabled=actual.enabled,
+            run_id=run,
+        )
+    )
+
+
+def arm_failed(guard: LoopGuard, session_key: str, exc: Exception) -> None:
+    if isinstance(exc, StoreError):
+        guard._store_failed(session_key, "", "compaction_retry", exc)
+    elif guard.strict:
+        raise exc
+    else:
+        tools_logger.warning(messages.LOG_COMPACTION_RETRY_FAILED.format(error=error_text(exc)))
+
+
+def compaction_retry(
+    guard: LoopGuard, *, session_key: object, run_id: object = None, agent_id: object = None
+) -> None:
+    """Arm the run's post-compaction guard: call it on every retry after a compaction."""
+    key = guard._accepts(session_key)
+    if key is None:
+        return
+    run = safe_run_id(run_id)
+    actual: GuardSpec | None = None
+    try:
+        actual = drive_one(guard._store, key, arm_op(guard, key, run, agent_id))
+    except Exception as exc:
+        arm_failed(guard, key, exc)
+    armed(guard, key, run, actual)
+
+
+async def acompaction_retry(
+    guard: LoopGuard, *, session_key: object, run_id: object = None, agent_id: object = None
+) -> None:
+    """Async twin of :meth:`compaction_retry`."""
+    key = guard._accepts(session_key)
+    if key is None:
+        return
+    run = safe_run_id(run_id)
+    actual: GuardSpec | None = None
+    try:
+        actual = await adrive_one(guard._store, key, arm_op(guard, key, run, agent_id))
+    except Exception as exc:
+        arm_failed(guard, key, exc)
+    armed(guard, key, run, actual)
+
+
+__all__ = [
+    "STRIKE_KEY",
+    "acompaction_retry",
+    "acritical_strike",
+    "compaction_retry",
+    "critical_strike",
+]
