@@ -65,7 +65,11 @@ except ImportError:  # pragma: no cover - the floor needs it
 
 import loopwatch
 from loopwatch import UNDEFINED, LoopGuard
-from loopwatch.core import fingerprint as _fingerprint
+
+try:
+    from loopwatch.core import fingerprint as _fingerprint
+except ImportError:  # a tree from before core/ (bench_reference_node.py --baseline 5f56b93)
+    from loopwatch import fingerprint as _fingerprint  # type: ignore[attr-defined,no-redef]
 
 with contextlib.suppress(ImportError):  # figure 5 replays with them when the library has them
     import loopwatch.replay
@@ -115,7 +119,15 @@ def load_baseline(src: Path) -> None:
     sys.path.insert(0, str(src))
     try:
         base = importlib.import_module("loopwatch")
-        for name in ("fingerprint", "outcomes", "stores.memory", "replay", "transcripts"):
+        for name in (
+            "core.fingerprint",
+            "core.outcomes",
+            "fingerprint",
+            "outcomes",
+            "stores.memory",
+            "replay",
+            "transcripts",
+        ):
             with contextlib.suppress(ImportError):
                 importlib.import_module(f"loopwatch.{name}")
     finally:
@@ -1017,7 +1029,7 @@ def machine() -> list[str]:
             if line.startswith("model name"):
                 cpu = line.split(":", 1)[1].strip()
                 break
-    has_fast = importlib.util.find_spec("loopwatch.core._fastjson") is not None
+    has_fast = getattr(_fingerprint, "_fast_json", None) is not None
     return [
         f"- CPU: {cpu}; nproc: {os.cpu_count()}; {platform.platform()}",
         f"- Python: {sys.version.replace(chr(10), ' ')}",
