@@ -558,3 +558,25 @@ def test_history_invariants(ops: list[tuple[Any, ...]], size: int) -> None:
                 assert returned.run_id == (run.strip() if run else None)
                 assert len(pending(state)) <= pending_before
         assert len(state.history) <= size
+
+
+# --- ToolCallRecord's hand-written __init__ (it sets the fields in one C-level pass) ------
+
+
+def test_tool_call_record_init_sets_every_field_in_declaration_order() -> None:
+    import dataclasses
+    import pickle
+
+    from loopwatch.core import records
+
+    names = tuple(f.name for f in dataclasses.fields(ToolCallRecord))
+    assert names == records._RECORD_FIELDS
+    values = [f"v{i}" for i in range(len(names))]
+    record = ToolCallRecord(*values)  # type: ignore[arg-type]
+    assert [getattr(record, name) for name in names] == values
+    assert ToolCallRecord(**dict(zip(names, values, strict=True))) == record  # type: ignore[arg-type]
+    assert ToolCallRecord("t", "t:h") == ToolCallRecord("t", "t:h", None, None, None, None, 0, None)
+    assert dataclasses.replace(record, result_hash="r").result_hash == "r"
+    assert pickle.loads(pickle.dumps(record)) == record
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        record.tool_name = "other"  # type: ignore[misc]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Collection
 from dataclasses import dataclass, field
+from itertools import repeat
 
 from loopwatch.config import resolve_config
 from loopwatch.core._undefined import UNDEFINED
@@ -17,7 +18,7 @@ from loopwatch.core.naming import normalize_run_id
 from loopwatch.core.outcomes import OutcomeHash, hash_tool_outcome
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class ToolCallRecord:
     """One tool call as the detectors see it.
 
@@ -31,9 +32,49 @@ class ToolCallRecord:
     result_hash: str | None = None
     unknown_tool_name: str | None = None
     timestamp: int = 0
-    #: What the adaptive profile knows of the outcome (digests and flags, see
-    #: :mod:`loopwatch.detectors.adaptive`); always ``None`` in the reference profile.
+    #: What the profile knows of the outcome (the adaptive profile's digests and flags,
+    #: see :mod:`loopwatch.detectors.adaptive`): opaque to the stores; always ``None``
+    #: in the reference profile.
     adaptive_facts: str | None = None
+
+    def __init__(
+        self,
+        tool_name: str,
+        args_hash: str,
+        tool_call_id: str | None = None,
+        run_id: str | None = None,
+        result_hash: str | None = None,
+        unknown_tool_name: str | None = None,
+        timestamp: int = 0,
+        adaptive_facts: str | None = None,
+    ) -> None:
+        # What a frozen dataclass's generated __init__ does (one object.__setattr__ a
+        # field), in one pass at C speed: two records are built on every guarded call.
+        values = (
+            tool_name,
+            args_hash,
+            tool_call_id,
+            run_id,
+            result_hash,
+            unknown_tool_name,
+            timestamp,
+            adaptive_facts,
+        )
+        list(map(_SET_FIELD, repeat(self), _RECORD_FIELDS, values))
+
+
+_SET_FIELD = object.__setattr__
+#: The fields of :class:`ToolCallRecord`, in the order of its ``__init__``.
+_RECORD_FIELDS = (
+    "tool_name",
+    "args_hash",
+    "tool_call_id",
+    "run_id",
+    "result_hash",
+    "unknown_tool_name",
+    "timestamp",
+    "adaptive_facts",
+)
 
 
 @dataclass
