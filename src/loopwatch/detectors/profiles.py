@@ -25,6 +25,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import compress
+from operator import not_
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, Protocol
 
 from loopwatch import messages
@@ -198,18 +200,18 @@ class AdaptiveProfile(DetectorProfile):
         self._thinking = self.config.all_thinking_tools
         #: Decoded adaptive records by record content key (see :meth:`_decoded`).
         self._decoded_memo: dict[Hashable, Any] = {}
+        #: The facts of a pending record by (thinking, polling): its other fields are empty.
+        self._pending_facts: dict[tuple[bool, bool], str] = {
+            (thinking, polling): adaptive.encode_facts(
+                adaptive.AdaptiveRecord("", "", thinking=thinking, polling=polling)
+            )
+            for thinking in (False, True)
+            for polling in (False, True)
+        }
 
     def call_facts(self, call: UpcomingCall) -> str | None:
-        adaptive = self._adaptive
-        facts: str = adaptive.encode_facts(
-            adaptive.AdaptiveRecord(
-                call.tool_name,
-                call.args_hash,
-                thinking=call.tool_name in self._thinking,
-                polling=call.known_poll,
-            )
-        )
-        return facts
+        # A pending record's facts depend on two flags only: encoded once, in __init__.
+        return self._pending_facts[call.tool_name in self._thinking, bool(call.known_poll)]
 
     def outcome_facts(
         self,
@@ -261,17 +263,17 @@ class AdaptiveProfile(DetectorProfile):
         or the record itself for a :class:`ToolCallRecord`): a window moves by one record
         a call, so all but one are decoded already.
         """
-        adaptive = self._adaptive
-        config = self.config
         memo = self._decoded_memo
         if keys is None:
             keys = [record if type(record) is ToolCallRecord else None for record in window]
-        # Looked up all at once (a window moves by one record a call, so nearly every
-        # record is found); only the misses are decoded, one by one.
-        records = [memo.get(key) for key in keys]
-        for index, decoded in enumerate(records):
-            if decoded is not None:
-                continue
+        # Looked up all at once, at C speed (a window moves by one record a call, so nearly
+        # every record is found); only the misses are decoded, one by one.
+        records: list[Any] = list(map(memo.get, keys))
+        if all(records):  # (a decoded record is always true, a miss is ``None``)
+            return records
+        adaptive = self._adaptive
+        config = self.config
+        for index in list(compress(range(len(records)), map(not_, records))):
             record = window[index]
             decoded = adaptive.record_from_history(
                 record.tool_name,

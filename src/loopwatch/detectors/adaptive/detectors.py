@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from loopwatch.detectors.adaptive.facts import AdaptiveRecord
+from loopwatch.detectors.adaptive.screens import SCREENS, WindowSummary
 from loopwatch.detectors.adaptive.settings import DEFAULT_ADAPTIVE_CONFIG, AdaptiveConfig
 from loopwatch.detectors.adaptive.stalls import (
     ARGUMENT_CHURN,
@@ -307,17 +308,36 @@ def _candidates(
     upcoming_tool: str,
     upcoming_args_hash: str,
     config: AdaptiveConfig,
+    *,
+    screened: bool = True,
 ) -> Iterator[AdaptiveVerdict]:
+    """The verdicts of the detectors that fire, in :data:`DETECTOR_TABLE` order.
+
+    With ``screened`` (the default), a detector runs only when its screen
+    (:data:`~loopwatch.detectors.adaptive.screens.SCREENS`) passes, and the segment is
+    computed only when one does: the same verdicts, without the scans that find nothing.
+    """
     start = max(0, len(records) - config.window)
-    ctx = DetectionContext(
-        records=records,
-        tool=upcoming_tool,
-        args_hash=upcoming_args_hash,
-        config=config,
-        start=start,
-        segment=segment_start(records, start),
-    )
-    for _name, detector in DETECTOR_TABLE:
+    summary: WindowSummary | None = None
+    if screened:
+        summary = WindowSummary(records, start, upcoming_tool, upcoming_args_hash, config)
+        if summary.quiet:
+            return
+    ctx: DetectionContext | None = None
+    for name, detector in DETECTOR_TABLE:
+        if summary is not None:
+            screen = SCREENS.get(name)
+            if screen is not None and not screen(summary):
+                continue
+        if ctx is None:
+            ctx = DetectionContext(
+                records=records,
+                tool=upcoming_tool,
+                args_hash=upcoming_args_hash,
+                config=config,
+                start=start,
+                segment=segment_start(records, start),
+            )
         verdict = detector(ctx)
         if verdict is not None:
             yield verdict
@@ -341,10 +361,24 @@ def evaluate_adaptive(
         The strongest verdict (critical before warning; ties in the order of
         :data:`ADAPTIVE_DETECTORS`), or ``None`` when no adaptive detector fires.
     """
+    return _evaluate(records, upcoming_tool, upcoming_args_hash, config, screened=True)
+
+
+def _evaluate(
+    records: Sequence[AdaptiveRecord],
+    upcoming_tool: str,
+    upcoming_args_hash: str,
+    config: AdaptiveConfig,
+    *,
+    screened: bool,
+) -> AdaptiveVerdict | None:
+    """:func:`evaluate_adaptive`; without ``screened`` every detector scans (the oracle)."""
     if upcoming_tool in config.all_thinking_tools:
         return None  # scratch notes are never a loop
     best: AdaptiveVerdict | None = None
-    for verdict in _candidates(records, upcoming_tool, upcoming_args_hash, config):
+    for verdict in _candidates(
+        records, upcoming_tool, upcoming_args_hash, config, screened=screened
+    ):
         if verdict.level == "critical":
             return verdict
         if best is None:
