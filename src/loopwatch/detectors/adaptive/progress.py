@@ -119,6 +119,23 @@ _CODE_WRITES: Final = (
 )
 
 
+
+def _any_of(patterns: tuple[re.Pattern[str], ...]) -> re.Pattern[str]:
+    """One pattern that finds a match exactly where one of ``patterns`` would (each keeps its
+    own ``MULTILINE`` flag): one search instead of one per pattern."""
+    parts: list[str] = []
+    for pattern in patterns:
+        assert pattern.flags & ~(re.UNICODE | re.MULTILINE) == 0, pattern.pattern
+        scope = "m" if pattern.flags & re.MULTILINE else ""
+        parts.append(f"(?{scope}:{pattern.pattern})")
+    return re.compile("|".join(parts))
+
+
+_ANY_SHELL_WRITE: Final = _any_of(_SHELL_WRITES)
+_ANY_CODE_WRITE: Final = _any_of(_CODE_WRITES)
+#: The words :func:`_edits_in_place` looks for.
+_IN_PLACE_WORDS: Final = ("tee", *_IN_PLACE)
+
 #: Longest command text inspected: the writes that matter come first, and the regular
 #: expressions stay fast on huge heredocs.
 _MAX_SCAN_CHARS: Final = 50_000
@@ -143,6 +160,8 @@ def _strip_quotes(shell: str) -> str:
 
 def _split_heredocs(command: str) -> tuple[str, str]:
     """(shell text, heredoc bodies): a heredoc's body is data, not shell syntax."""
+    if "<<" not in command:
+        return command, ""  # no heredoc can start (most commands): nothing to split
     shell: list[str] = []
     bodies: list[str] = []
     lines = command.split("\n")
@@ -182,10 +201,9 @@ def shell_command_mutates(command: str) -> bool:
     """
     shell, bodies = _split_heredocs(command[:_MAX_SCAN_CHARS])
     unquoted = _strip_quotes(shell)
-    if _edits_in_place(unquoted) or any(pattern.search(unquoted) for pattern in _SHELL_WRITES):
+    if _edits_in_place(unquoted) or _ANY_SHELL_WRITE.search(unquoted):
         return True
-    code = shell + "\n" + bodies
-    if any(pattern.search(code) for pattern in _CODE_WRITES):
+    if _ANY_CODE_WRITE.search(shell + "\n" + bodies):
         return True
     # ``bash -c "…"``: the quoted script is shell syntax too.
     return any(
@@ -197,6 +215,8 @@ def shell_command_mutates(command: str) -> bool:
 
 def _edits_in_place(shell: str) -> bool:
     """``sed -i``, ``perl -pi``, ``tee FILE``: one linear pass over the simple commands."""
+    if not any(map(shell.__contains__, _IN_PLACE_WORDS)):
+        return False  # none of the three words occurs (most commands): nothing to judge
     for segment in _SIMPLE_COMMANDS.finditer(shell):
         after: set[str] = set()  # editors whose in-place option occurs later in the segment
         file_after = False  # a later word names a file (not an option, not /dev/null)
