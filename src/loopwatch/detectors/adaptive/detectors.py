@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from loopwatch.detectors.adaptive.facts import AdaptiveRecord
-from loopwatch.detectors.adaptive.screens import SCREENS, WindowSummary
+from loopwatch.detectors.adaptive.screens import SCREENS, WindowSummary, summarise
 from loopwatch.detectors.adaptive.settings import DEFAULT_ADAPTIVE_CONFIG, AdaptiveConfig
 from loopwatch.detectors.adaptive.stalls import (
     ARGUMENT_CHURN,
@@ -308,21 +308,15 @@ def _candidates(
     upcoming_tool: str,
     upcoming_args_hash: str,
     config: AdaptiveConfig,
-    *,
-    screened: bool = True,
+    start: int,
+    summary: WindowSummary | None,
 ) -> Iterator[AdaptiveVerdict]:
     """The verdicts of the detectors that fire, in :data:`DETECTOR_TABLE` order.
 
-    With ``screened`` (the default), a detector runs only when its screen
+    With a ``summary``, a detector runs only when its screen
     (:data:`~loopwatch.detectors.adaptive.screens.SCREENS`) passes, and the segment is
     computed only when one does: the same verdicts, without the scans that find nothing.
     """
-    start = max(0, len(records) - config.window)
-    summary: WindowSummary | None = None
-    if screened:
-        summary = WindowSummary(records, start, upcoming_tool, upcoming_args_hash, config)
-        if summary.quiet:
-            return
     ctx: DetectionContext | None = None
     for name, detector in DETECTOR_TABLE:
         if summary is not None:
@@ -375,10 +369,14 @@ def _evaluate(
     """:func:`evaluate_adaptive`; without ``screened`` every detector scans (the oracle)."""
     if upcoming_tool in config.all_thinking_tools:
         return None  # scratch notes are never a loop
+    start = max(0, len(records) - config.window)
+    summary: WindowSummary | None = None
+    if screened:
+        summary = summarise(records, start, upcoming_tool, upcoming_args_hash, config)
+        if summary is None or summary.quiet:
+            return None  # no detector can fire (most calls)
     best: AdaptiveVerdict | None = None
-    for verdict in _candidates(
-        records, upcoming_tool, upcoming_args_hash, config, screened=screened
-    ):
+    for verdict in _candidates(records, upcoming_tool, upcoming_args_hash, config, start, summary):
         if verdict.level == "critical":
             return verdict
         if best is None:

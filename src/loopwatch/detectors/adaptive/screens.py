@@ -37,7 +37,7 @@ def _reaches(count: int, thresholds: DetectorThresholds) -> bool:
 
 
 class WindowSummary:
-    """The evidence the screens read, gathered once per upcoming call.
+    """The evidence the screens read, gathered once per upcoming call (:func:`summarise`).
 
     Attributes:
         records: the run's records, oldest first.
@@ -51,7 +51,7 @@ class WindowSummary:
         failures: the indices of the window's failures of the upcoming call's tool since its
             newest success there (transparent and pending records skipped), newest first.
         quiet: no screen can pass: no record of the call, no uncleared failure of its tool,
-            and the newest record is not a failed command with an error class.
+            and the newest record is not a failure (which the terminal-failure screen needs).
     """
 
     __slots__ = (
@@ -73,33 +73,23 @@ class WindowSummary:
         tool: str,
         args_hash: str,
         config: AdaptiveConfig,
+        newest: int,
     ) -> None:
         self.records = records
         self.start = start
+        self.tool = tool
         self.args_hash = args_hash
         self.config = config
-        end = len(records)
-        newest = -1
-        for index in range(end - 1, start - 1, -1):
-            if not records[index].transparent:
-                newest = index
-                break
         self.newest = newest
+        end = len(records)
         window = records[start:] if start else records
-        hits: list[int] = []
-        if args_hash in map(_ARGS, window):
-            # Positions found at C speed; the few matches are checked for the tool too.
-            found = compress(range(start, end), map(eq, map(_ARGS, window), repeat(args_hash)))
-            hits = [index for index in found if records[index].tool_name == tool]
-            hits.reverse()
+        # Positions found at C speed; the few matches are checked for the tool too.
+        found = compress(range(start, end), map(eq, map(_ARGS, window), repeat(args_hash)))
+        hits = [index for index in found if records[index].tool_name == tool]
+        hits.reverse()
         self.hits = hits
         failures: list[int] = []
-        last = records[newest] if newest >= 0 else None
-        # The common case: the newest record is a success of this very tool, which clears
-        # every earlier failure of it.
-        if last is not None and not (
-            last.tool_name == tool and last.result_hash is not None and not last.failed
-        ):
+        if newest >= 0:
             found = compress(range(start, end), map(eq, map(_TOOL, window), repeat(tool)))
             for index in reversed(list(found)):
                 record = records[index]
@@ -109,10 +99,35 @@ class WindowSummary:
                     break
                 failures.append(index)
         self.failures = failures
-        self.quiet = not hits and not failures and (last is None or not last.failed)
-        # (``quiet`` needs no more: the terminal-failure screen wants the newest record
-        # failed.)
-        self.tool = tool
+        self.quiet = not hits and not failures and (newest < 0 or not records[newest].failed)
+
+
+def summarise(
+    records: Sequence[AdaptiveRecord],
+    start: int,
+    tool: str,
+    args_hash: str,
+    config: AdaptiveConfig,
+) -> WindowSummary | None:
+    """The window's :class:`WindowSummary`, or ``None`` when it would be quiet.
+
+    Most calls end here, after a look at the newest record and one C-level search: the
+    call has no earlier record in the window, and the newest record is a success of its
+    tool (which clears every earlier failure of it) or there is none.
+    """
+    newest = len(records) - 1
+    while newest >= start and records[newest].transparent:
+        newest -= 1
+    if newest < start:
+        newest = -1
+    else:
+        last = records[newest]
+        cleared = last.tool_name == tool and last.result_hash is not None and not last.failed
+        if not cleared:
+            return WindowSummary(records, start, tool, args_hash, config, newest)
+    if args_hash in map(_ARGS, records[start:] if start else records):
+        return WindowSummary(records, start, tool, args_hash, config, newest)
+    return None
 
 
 #: A screen: ``False`` when its detector cannot fire on the summarised window.
@@ -179,26 +194,68 @@ def screen_poll_no_progress(summary: WindowSummary) -> bool:
     return record is not None and record.polling and _reaches(len(summary.hits) + 1, thresholds)
 
 
+def _extend_sequence(
+    records: Sequence[AdaptiveRecord], start: int, seq: list[int], cursor: int, size: int
+) -> int:
+    """Grow ``seq`` (``_cycles``' sequence, newest first) to ``size`` entries if it has them.
+
+    ``cursor`` is the next index to look at; returns the next one, or ``start - 1`` once the
+    sequence has ended (a pending record or a poll ends it, transparent ones are skipped).
+    """
+    while cursor >= start and len(seq) < size:
+        record = records[cursor]
+        cursor -= 1
+        if record.transparent:
+            continue
+        if record.result_hash is None or record.polling:
+            return start - 1
+        seq.append(cursor + 1)
+    return cursor
+
+
+def _same_outcome(first: AdaptiveRecord, second: AdaptiveRecord) -> bool:
+    """Same call with the same outcome (``_cycles``' ``_call_key``)."""
+    return (
+        first.tool_name == second.tool_name
+        and first.args_hash == second.args_hash
+        and first.result_hash == second.result_hash
+    )
+
+
 def screen_cycle(summary: WindowSummary) -> bool:
-    """This call opens a unit of a period the detector looks at (``_cycles``' sequence)."""
+    """This call heads a unit of a period looked at, repeated often enough for a level.
+
+    A cycle of period ``p`` gets a level once its run has ``laps * p`` calls (``laps`` the
+    lower of the two lap counts): the newest ``(laps - 1) * p`` calls of the sequence each
+    equal the call ``p`` before them.
+    """
     settings = summary.config.cycle
     if not settings.enabled or not summary.hits:
         return False
     records = summary.records
-    hits = summary.hits
-    lowest = max(2, settings.min_period)
-    position = 0  # how many records of the sequence, newest first, were seen
-    for index in range(len(records) - 1, summary.start - 1, -1):
-        record = records[index]
-        if record.transparent:
+    start = summary.start
+    tool = summary.tool
+    args_hash = summary.args_hash
+    seq: list[int] = []
+    cursor = _extend_sequence(records, start, seq, len(records) - 1, settings.max_period)
+    laps = min(settings.warn_laps, settings.block_laps)
+    for period in range(max(2, settings.min_period), settings.max_period + 1):
+        if len(seq) < period:
+            return False
+        head = records[seq[period - 1]]
+        if head.tool_name != tool or head.args_hash != args_hash:
             continue
-        if record.result_hash is None or record.polling:
-            return False
-        position += 1
-        if position >= lowest and index in hits:
+        needed = (laps - 1) * period
+        cursor = _extend_sequence(records, start, seq, cursor, period + needed)
+        repeats = 0
+        while (
+            repeats < needed
+            and repeats + period < len(seq)
+            and _same_outcome(records[seq[repeats]], records[seq[repeats + period]])
+        ):
+            repeats += 1
+        if repeats >= needed:
             return True
-        if position >= settings.max_period:
-            return False
     return False
 
 
