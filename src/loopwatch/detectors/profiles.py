@@ -27,7 +27,7 @@ from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress
 from operator import not_
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, Protocol, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, Protocol
 
 from loopwatch import messages
 from loopwatch.core.naming import normalize_tool_name
@@ -316,12 +316,12 @@ class AdaptiveProfile(DetectorProfile):
         if is_run is None:
             is_run = self._run_history_types[kind] = isinstance(history, RunHistory)
         if is_run:
-            run = cast("RunHistory", history)
+            run: RunHistory = history  # type: ignore[assignment]  # (checked just above)
             source: Sequence[Any] = run.fields()
             start = max(0, len(source) - config.window)
             keys = run.content_keys(start)
         else:
-            source = history
+            source = history  # type: ignore[assignment]  # (not a RunHistory: a sequence)
             start = max(0, len(source) - config.window)
             keys = None
         records = self._decoded(source[start:], keys)
