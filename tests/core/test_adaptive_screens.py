@@ -453,3 +453,18 @@ def test_shell_shortcuts_answer_as_the_plain_scans(command: str) -> None:
 )
 def test_shell_writes_examples(command: str, mutates: bool) -> None:
     assert progress.shell_command_mutates(command) is mutates
+
+
+def test_a_detector_without_a_screen_runs_on_every_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    from loopwatch.detectors.adaptive import detectors, screens
+
+    unit = [AdaptiveRecord("read", f"read:{name}", f"o{name}") for name in "ab"]
+    records = unit * 3  # three identical laps: the next "a" is blocked
+    assert evaluate_adaptive(records, "read", "read:a").detector == "cycle"  # type: ignore[union-attr]
+    never = dict(screens.SCREENS, cycle=lambda summary: False)
+    monkeypatch.setattr(detectors, "SCREENS", never)
+    assert evaluate_adaptive(records, "read", "read:a") is None  # the screen is obeyed
+    del never["cycle"]
+    monkeypatch.setattr(detectors, "_ALL_SCREENED", False)
+    verdict = evaluate_adaptive(records, "read", "read:a")
+    assert verdict is not None and verdict.detector == "cycle"

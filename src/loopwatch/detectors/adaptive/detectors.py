@@ -2,7 +2,9 @@
 
 Every detector has one signature, ``(DetectionContext) -> AdaptiveVerdict | None``, and
 :data:`DETECTOR_TABLE` lists them in the order they win a tie (the most specific evidence
-first): a new built-in detector is one function and one table entry.
+first): a new built-in detector is one function and one table entry, plus, optionally, a
+screen in :data:`~loopwatch.detectors.adaptive.screens.SCREENS` that lets the hot path skip
+it when it cannot fire (without one it runs on every call).
 """
 
 from __future__ import annotations
@@ -301,6 +303,8 @@ DETECTOR_TABLE: Final[tuple[tuple[str, Detector], ...]] = (
 
 #: Detector names in tie-breaking order.
 ADAPTIVE_DETECTORS: Final[tuple[str, ...]] = tuple(name for name, _ in DETECTOR_TABLE)
+#: Every detector has a screen, so a quiet window needs no detector at all.
+_ALL_SCREENED: Final = all(name in SCREENS for name in ADAPTIVE_DETECTORS)
 
 
 def _candidates(
@@ -372,8 +376,10 @@ def _evaluate(
     start = max(0, len(records) - config.window)
     summary: WindowSummary | None = None
     if screened:
-        summary = summarise(records, start, upcoming_tool, upcoming_args_hash, config)
-        if summary is None or summary.quiet:
+        summary = summarise(
+            records, start, upcoming_tool, upcoming_args_hash, config, shortcut=_ALL_SCREENED
+        )
+        if _ALL_SCREENED and (summary is None or summary.quiet):
             return None  # no detector can fire (most calls)
     best: AdaptiveVerdict | None = None
     for verdict in _candidates(records, upcoming_tool, upcoming_args_hash, config, start, summary):

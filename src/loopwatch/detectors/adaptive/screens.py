@@ -14,7 +14,8 @@ records. Each screen relaxes its detector's bound to the window's start (the seg
 before it): every detector only counts fewer calls from a later bound, so a count that does
 not reach the thresholds from the start does not reach them from the segment either.
 ``tests/core/test_adaptive_screens.py`` checks this on generated windows. A detector without
-a screen always runs.
+a screen always runs. A new screen must fail whenever :attr:`WindowSummary.quiet` holds
+(the property test checks every detector of the table against it).
 """
 
 from __future__ import annotations
@@ -108,16 +109,22 @@ def summarise(
     tool: str,
     args_hash: str,
     config: AdaptiveConfig,
+    *,
+    shortcut: bool = True,
 ) -> WindowSummary | None:
     """The window's :class:`WindowSummary`, or ``None`` when it would be quiet.
 
     Most calls end here, after a look at the newest record and one C-level search: the
     call has no earlier record in the window, and the newest record is a success of its
-    tool (which clears every earlier failure of it) or there is none.
+    tool (which clears every earlier failure of it) or there is none. Without ``shortcut``
+    the summary is always built (for a detector without a screen, which always runs).
     """
     newest = len(records) - 1
     while newest >= start and records[newest].transparent:
         newest -= 1
+    if not shortcut:
+        newest = newest if newest >= start else -1
+        return WindowSummary(records, start, tool, args_hash, config, newest)
     if newest < start:
         newest = -1
     else:
