@@ -25,6 +25,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import compress
+from operator import not_
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, Protocol
 
 from loopwatch import messages
@@ -199,18 +201,23 @@ class AdaptiveProfile(DetectorProfile):
         self._thinking = self.config.all_thinking_tools
         #: Decoded adaptive records by record content key (see :meth:`_decoded`).
         self._decoded_memo: dict[Hashable, Any] = {}
+        #: The newest record :meth:`outcome_facts` built, with its facts: the history record
+        #: decoded next is nearly always that call's (see :meth:`_decoded`).
+        self._built: tuple[str, Any] | None = None
+        #: ``isinstance(history, RunHistory)`` by type of history (asked on every call).
+        self._run_history_types: dict[type, bool] = {}
+        #: The facts of a pending record by (thinking, polling): its other fields are empty.
+        self._pending_facts: dict[tuple[bool, bool], str] = {
+            (thinking, polling): adaptive.encode_facts(
+                adaptive.AdaptiveRecord("", "", thinking=thinking, polling=polling)
+            )
+            for thinking in (False, True)
+            for polling in (False, True)
+        }
 
     def call_facts(self, call: UpcomingCall) -> str | None:
-        adaptive = self._adaptive
-        facts: str = adaptive.encode_facts(
-            adaptive.AdaptiveRecord(
-                call.tool_name,
-                call.args_hash,
-                thinking=call.tool_name in self._thinking,
-                polling=call.known_poll,
-            )
-        )
-        return facts
+        # A pending record's facts depend on two flags only: encoded once, in __init__.
+        return self._pending_facts[call.tool_name in self._thinking, bool(call.known_poll)]
 
     def outcome_facts(
         self,
@@ -222,19 +229,19 @@ class AdaptiveProfile(DetectorProfile):
     ) -> str | None:
         adaptive = self._adaptive
         # The guard hashed the args and the outcome already: each value is hashed once.
-        facts: str = adaptive.encode_facts(
-            adaptive.build_adaptive_record(
-                call.tool_name,
-                params,
-                result=result,
-                error=error,
-                config=self.config,
-                send_tools=self._send_tools,
-                normalizers=self._normalizers,
-                args_hash=call.args_hash,
-                outcome=outcome,
-            )
+        record = adaptive.build_adaptive_record(
+            call.tool_name,
+            params,
+            result=result,
+            error=error,
+            config=self.config,
+            send_tools=self._send_tools,
+            normalizers=self._normalizers,
+            args_hash=call.args_hash,
+            outcome=outcome,
         )
+        facts: str = adaptive.encode_facts(record)
+        self._built = (facts, record)
         return facts
 
     def detect(
@@ -260,27 +267,35 @@ class AdaptiveProfile(DetectorProfile):
         adaptive_facts, config)``, a pure function of the record (and of this profile's
         fixed config), memoised by the record's content key (``RunHistory.content_keys``,
         or the record itself for a :class:`ToolCallRecord`): a window moves by one record
-        a call, so all but one are decoded already.
+        a call, so all but one are decoded already. That one is usually the call whose
+        outcome this profile encoded last: a record with the same tool, args hash, result
+        hash and facts decodes to the record built then (the facts keep every field of it),
+        which is used as it is.
         """
-        adaptive = self._adaptive
-        config = self.config
         memo = self._decoded_memo
         if keys is None:
             keys = [record if type(record) is ToolCallRecord else None for record in window]
-        # Looked up all at once (a window moves by one record a call, so nearly every
-        # record is found); only the misses are decoded, one by one.
-        records = [memo.get(key) for key in keys]
-        for index, decoded in enumerate(records):
-            if decoded is not None:
-                continue
+        # Looked up all at once, at C speed; only the misses are decoded, one by one.
+        records: list[Any] = list(map(memo.get, keys))
+        if all(records):  # (a decoded record is always true, a miss is ``None``)
+            return records
+        record_from_history = self._adaptive.record_from_history
+        config = self.config
+        for index in list(compress(range(len(records)), map(not_, records))):
             record = window[index]
-            decoded = adaptive.record_from_history(
-                record.tool_name,
-                record.args_hash,
-                record.result_hash,
-                record.adaptive_facts,
-                config,
-            )
+            tool_name = record.tool_name
+            args_hash = record.args_hash
+            result_hash = record.result_hash
+            facts = record.adaptive_facts
+            built = self._built
+            decoded = built[1] if built is not None and built[0] == facts else None
+            if (
+                decoded is None
+                or decoded.result_hash != result_hash
+                or decoded.args_hash != args_hash
+                or decoded.tool_name != tool_name
+            ):
+                decoded = record_from_history(tool_name, args_hash, result_hash, facts, config)
             key = keys[index]
             if key is not None:
                 if len(memo) >= DECODED_MEMO_SIZE:
@@ -294,18 +309,24 @@ class AdaptiveProfile(DetectorProfile):
     ) -> LoopVerdict | None:
         # The adaptive detectors read only the newest ``window`` records: convert those, and
         # turn the verdict's indices back into indices into the whole run.
-        adaptive = self._adaptive
+        if call.tool_name in self._thinking:
+            return None  # as evaluate_adaptive decides, without decoding the window
         config = self.config
-        if isinstance(history, RunHistory):
-            source: Sequence[Any] = history.fields()
+        kind = type(history)
+        is_run = self._run_history_types.get(kind)
+        if is_run is None:
+            is_run = self._run_history_types[kind] = isinstance(history, RunHistory)
+        if is_run:
+            run: RunHistory = history  # type: ignore[assignment]  # (checked just above)
+            source: Sequence[Any] = run.fields()
             start = max(0, len(source) - config.window)
-            keys = history.content_keys(start)
+            keys = run.content_keys(start)
         else:
-            source = history
+            source = history  # type: ignore[assignment]  # (not a RunHistory: a sequence)
             start = max(0, len(source) - config.window)
             keys = None
         records = self._decoded(source[start:], keys)
-        found = adaptive.evaluate_adaptive(records, call.tool_name, call.args_hash, config)
+        found = self._adaptive.evaluate_adaptive(records, call.tool_name, call.args_hash, config)
         if found is None:
             return None
         critical = found.level == "critical"

@@ -2,7 +2,9 @@
 
 Every detector has one signature, ``(DetectionContext) -> AdaptiveVerdict | None``, and
 :data:`DETECTOR_TABLE` lists them in the order they win a tie (the most specific evidence
-first): a new built-in detector is one function and one table entry.
+first): a new built-in detector is one function and one table entry, plus, optionally, a
+screen in :data:`~loopwatch.detectors.adaptive.screens.SCREENS` that lets the hot path skip
+it when it cannot fire (without one it runs on every call).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from loopwatch.detectors.adaptive.facts import AdaptiveRecord
+from loopwatch.detectors.adaptive.screens import SCREENS, WindowSummary, summarise
 from loopwatch.detectors.adaptive.settings import DEFAULT_ADAPTIVE_CONFIG, AdaptiveConfig
 from loopwatch.detectors.adaptive.stalls import (
     ARGUMENT_CHURN,
@@ -300,6 +303,8 @@ DETECTOR_TABLE: Final[tuple[tuple[str, Detector], ...]] = (
 
 #: Detector names in tie-breaking order.
 ADAPTIVE_DETECTORS: Final[tuple[str, ...]] = tuple(name for name, _ in DETECTOR_TABLE)
+#: Every detector has a screen, so a quiet window needs no detector at all.
+_ALL_SCREENED: Final = all(name in SCREENS for name in ADAPTIVE_DETECTORS)
 
 
 def _candidates(
@@ -307,17 +312,30 @@ def _candidates(
     upcoming_tool: str,
     upcoming_args_hash: str,
     config: AdaptiveConfig,
+    start: int,
+    summary: WindowSummary | None,
 ) -> Iterator[AdaptiveVerdict]:
-    start = max(0, len(records) - config.window)
-    ctx = DetectionContext(
-        records=records,
-        tool=upcoming_tool,
-        args_hash=upcoming_args_hash,
-        config=config,
-        start=start,
-        segment=segment_start(records, start),
-    )
-    for _name, detector in DETECTOR_TABLE:
+    """The verdicts of the detectors that fire, in :data:`DETECTOR_TABLE` order.
+
+    With a ``summary``, a detector runs only when its screen
+    (:data:`~loopwatch.detectors.adaptive.screens.SCREENS`) passes, and the segment is
+    computed only when one does: the same verdicts, without the scans that find nothing.
+    """
+    ctx: DetectionContext | None = None
+    for name, detector in DETECTOR_TABLE:
+        if summary is not None:
+            screen = SCREENS.get(name)
+            if screen is not None and not screen(summary):
+                continue
+        if ctx is None:
+            ctx = DetectionContext(
+                records=records,
+                tool=upcoming_tool,
+                args_hash=upcoming_args_hash,
+                config=config,
+                start=start,
+                segment=segment_start(records, start),
+            )
         verdict = detector(ctx)
         if verdict is not None:
             yield verdict
@@ -341,10 +359,30 @@ def evaluate_adaptive(
         The strongest verdict (critical before warning; ties in the order of
         :data:`ADAPTIVE_DETECTORS`), or ``None`` when no adaptive detector fires.
     """
+    return _evaluate(records, upcoming_tool, upcoming_args_hash, config, screened=True)
+
+
+def _evaluate(
+    records: Sequence[AdaptiveRecord],
+    upcoming_tool: str,
+    upcoming_args_hash: str,
+    config: AdaptiveConfig,
+    *,
+    screened: bool,
+) -> AdaptiveVerdict | None:
+    """:func:`evaluate_adaptive`; without ``screened`` every detector scans (the oracle)."""
     if upcoming_tool in config.all_thinking_tools:
         return None  # scratch notes are never a loop
+    start = max(0, len(records) - config.window)
+    summary: WindowSummary | None = None
+    if screened:
+        summary = summarise(
+            records, start, upcoming_tool, upcoming_args_hash, config, shortcut=_ALL_SCREENED
+        )
+        if _ALL_SCREENED and (summary is None or summary.quiet):
+            return None  # no detector can fire (most calls)
     best: AdaptiveVerdict | None = None
-    for verdict in _candidates(records, upcoming_tool, upcoming_args_hash, config):
+    for verdict in _candidates(records, upcoming_tool, upcoming_args_hash, config, start, summary):
         if verdict.level == "critical":
             return verdict
         if best is None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Final
 
 from loopwatch.core._undefined import UNDEFINED
@@ -34,7 +35,7 @@ from loopwatch.detectors.adaptive.progress import (
 from loopwatch.detectors.adaptive.settings import DEFAULT_ADAPTIVE_CONFIG, AdaptiveConfig
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class AdaptiveRecord:
     """What the adaptive detectors know about one call: digests and flags, never raw data.
 
@@ -88,8 +89,64 @@ class AdaptiveRecord:
     #: every record of the window on every call.
     transparent: bool = field(init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "transparent", self.thinking or self.dismissed)
+    def __init__(
+        self,
+        tool_name: str,
+        args_hash: str,
+        result_hash: str | None = None,
+        error_class: str | None = None,
+        failure_hash: str | None = None,
+        failed: bool = False,
+        mutating: bool = False,
+        thinking: bool = False,
+        polling: bool = False,
+        dismissed: bool = False,
+        unchanged: bool = False,
+        error_code: str | None = None,
+        needs_read: str | None = None,
+        read_key: str | None = None,
+    ) -> None:
+        # What the generated __init__ of a frozen dataclass does, one ``object.__setattr__``
+        # per field, done in one pass at C speed: a record is built on every call.
+        values = (
+            tool_name,
+            args_hash,
+            result_hash,
+            error_class,
+            failure_hash,
+            failed,
+            mutating,
+            thinking,
+            polling,
+            dismissed,
+            unchanged,
+            error_code,
+            needs_read,
+            read_key,
+            thinking or dismissed,
+        )
+        list(map(_SET_FIELD, repeat(self), _RECORD_FIELDS, values))
+
+
+#: The fields of :class:`AdaptiveRecord` in the order its ``__init__`` lists their values.
+_RECORD_FIELDS: Final = (
+    "tool_name",
+    "args_hash",
+    "result_hash",
+    "error_class",
+    "failure_hash",
+    "failed",
+    "mutating",
+    "thinking",
+    "polling",
+    "dismissed",
+    "unchanged",
+    "error_code",
+    "needs_read",
+    "read_key",
+    "transparent",
+)
+_SET_FIELD: Final = object.__setattr__
 
 
 # --- building records -----------------------------------------------------------------------
@@ -207,14 +264,24 @@ def encode_facts(record: AdaptiveRecord) -> str:
     flags only, so every store can keep it as one short string. Facts written by an earlier
     version (four flags, two digests) still read back.
     """
-    flags = "".join("1" if getattr(record, name) else "0" for name in _FLAG_FIELDS)
-    return _FACTS_SEP.join(
+    # Spelled out (one per field of _FLAG_FIELDS, in order): it runs once per call.
+    return "".join(
         (
-            flags,
+            "1" if record.failed else "0",
+            "1" if record.mutating else "0",
+            "1" if record.thinking else "0",
+            "1" if record.polling else "0",
+            "1" if record.dismissed else "0",
+            "1" if record.unchanged else "0",
+            _FACTS_SEP,
             record.error_class or "",
+            _FACTS_SEP,
             record.failure_hash or "",
+            _FACTS_SEP,
             record.error_code or "",
+            _FACTS_SEP,
             record.needs_read or "",
+            _FACTS_SEP,
             record.read_key or "",
         )
     )

@@ -33,7 +33,7 @@ def _result_text(result: object) -> str | None:
     """The text a result shows the model: a string, or the text parts of ``content``."""
     if isinstance(result, str):
         return result
-    if not isinstance(result, Mapping):
+    if type(result) is not dict and not isinstance(result, Mapping):
         return None
     content = result.get("content")
     parts: list[str] = []
@@ -41,7 +41,9 @@ def _result_text(result: object) -> str | None:
         parts.append(content)
     elif isinstance(content, (list, tuple)):
         for entry in content:
-            if isinstance(entry, Mapping) and isinstance(entry.get("text"), str):
+            if (type(entry) is dict or isinstance(entry, Mapping)) and isinstance(
+                entry.get("text"), str
+            ):
                 parts.append(entry["text"])
     return "\n".join(parts) if parts else None
 
@@ -59,9 +61,9 @@ def result_failure_text(result: object) -> str | None:
         The failure's text (possibly ``""``), or ``None`` when the result reports success.
     """
     text = _result_text(result)
-    if isinstance(result, Mapping):
+    if type(result) is dict or isinstance(result, Mapping):
         details = result.get("details")
-        details = details if isinstance(details, Mapping) else {}
+        details = details if (type(details) is dict or isinstance(details, Mapping)) else {}
         status = details.get("status")
         exit_code = details.get("exitCode")
         if (

@@ -123,6 +123,22 @@ _CODE_WRITES: Final = (
 )
 
 
+def _any_of(patterns: tuple[re.Pattern[str], ...]) -> re.Pattern[str]:
+    """One pattern that finds a match exactly where one of ``patterns`` would (each keeps its
+    own ``MULTILINE`` flag): one search instead of one per pattern."""
+    parts: list[str] = []
+    for pattern in patterns:
+        assert pattern.flags & ~(re.UNICODE | re.MULTILINE) == 0, pattern.pattern
+        scope = "m" if pattern.flags & re.MULTILINE else ""
+        parts.append(f"(?{scope}:{pattern.pattern})")
+    return re.compile("|".join(parts))
+
+
+_ANY_SHELL_WRITE: Final = _any_of(_SHELL_WRITES)
+_ANY_CODE_WRITE: Final = _any_of(_CODE_WRITES)
+#: The words :func:`_edits_in_place` looks for.
+_IN_PLACE_WORDS: Final = ("tee", *_IN_PLACE)
+
 #: Longest command text inspected: the writes that matter come first, and the regular
 #: expressions stay fast on huge heredocs.
 _MAX_SCAN_CHARS: Final = 50_000
@@ -147,23 +163,54 @@ def _strip_quotes(shell: str) -> str:
 
 def _split_heredocs(command: str) -> tuple[str, str]:
     """(shell text, heredoc bodies): a heredoc's body is data, not shell syntax."""
+    if "<<" not in command:
+        return command, ""  # no heredoc can start (most commands): nothing to split
     shell: list[str] = []
     bodies: list[str] = []
     lines = command.split("\n")
+    stripped: list[str] | None = None  # the lines stripped, made for the first heredoc
+    count = len(lines)
     index = 0
-    while index < len(lines):
+    while index < count:
         line = lines[index]
         shell.append(line)
+        index += 1
+        if "<<" not in line:
+            continue  # (no heredoc starts on this line)
         delimiters = [m.group(2) for m in _HEREDOC_START.finditer(_strip_quotes(line))]
         if not delimiters:
             delimiters = [m.group(2) for m in _HEREDOC_START.finditer(line)]
-        index += 1
         for delimiter in delimiters:
-            while index < len(lines) and lines[index].strip() != delimiter:
-                bodies.append(lines[index])
-                index += 1
-            index += 1  # the delimiter line
+            # The body runs to the first line that is the delimiter (found at C speed).
+            if stripped is None:
+                stripped = list(map(str.strip, lines))
+            try:
+                end = stripped.index(delimiter, index)
+            except ValueError:
+                end = count
+            bodies.extend(lines[index:end])
+            index = end + 1  # past the delimiter line
     return "\n".join(shell), "\n".join(bodies)
+
+
+def _writes(command: str) -> tuple[bool, str]:
+    """(:func:`shell_command_mutates`, the shell text outside heredocs with quoted strings
+    stripped): :func:`shell_command_is_read_only` reads the second next."""
+    shell, bodies = _split_heredocs(command[:_MAX_SCAN_CHARS])
+    unquoted = _strip_quotes(shell)
+    if (
+        _edits_in_place(unquoted)
+        or _ANY_SHELL_WRITE.search(unquoted)
+        or _ANY_CODE_WRITE.search(shell + "\n" + bodies)
+    ):
+        return True, unquoted
+    # ``bash -c "…"``: the quoted script is shell syntax too.
+    inline = any(
+        shell_command_mutates(_unescape_inline(match.group(2)))
+        for match in _INLINE_SHELL.finditer(shell)
+        if len(match.group(2)) < len(command)
+    )
+    return inline, unquoted
 
 
 def shell_command_mutates(command: str) -> bool:
@@ -184,23 +231,13 @@ def shell_command_mutates(command: str) -> bool:
     Returns:
         ``True`` when the command writes.
     """
-    shell, bodies = _split_heredocs(command[:_MAX_SCAN_CHARS])
-    unquoted = _strip_quotes(shell)
-    if _edits_in_place(unquoted) or any(pattern.search(unquoted) for pattern in _SHELL_WRITES):
-        return True
-    code = shell + "\n" + bodies
-    if any(pattern.search(code) for pattern in _CODE_WRITES):
-        return True
-    # ``bash -c "…"``: the quoted script is shell syntax too.
-    return any(
-        shell_command_mutates(_unescape_inline(match.group(2)))
-        for match in _INLINE_SHELL.finditer(shell)
-        if len(match.group(2)) < len(command)
-    )
+    return _writes(command)[0]
 
 
 def _edits_in_place(shell: str) -> bool:
     """``sed -i``, ``perl -pi``, ``tee FILE``: one linear pass over the simple commands."""
+    if not any(map(shell.__contains__, _IN_PLACE_WORDS)):
+        return False  # none of the three words occurs (most commands): nothing to judge
     for segment in _SIMPLE_COMMANDS.finditer(shell):
         after: set[str] = set()  # editors whose in-place option occurs later in the segment
         file_after = False  # a later word names a file (not an option, not /dev/null)
@@ -219,7 +256,7 @@ def _unescape_inline(script: str) -> str:
 def _command_text(params: object) -> str | None:
     if isinstance(params, str):
         return params
-    if isinstance(params, Mapping):
+    if type(params) is dict or isinstance(params, Mapping):
         for key in _COMMAND_KEYS:
             value = params.get(key)
             if isinstance(value, str):
@@ -228,7 +265,7 @@ def _command_text(params: object) -> str | None:
 
 
 def _action_of(params: object) -> str | None:
-    if isinstance(params, Mapping):
+    if type(params) is dict or isinstance(params, Mapping):
         for key in ("command", "action"):
             value = params.get(key)
             if isinstance(value, str):
@@ -379,13 +416,12 @@ def shell_command_is_read_only(
     """
     if len(command) > _MAX_READ_ONLY_CHARS:
         return False  # a command this long is a script: count it as state-changing
-    if shell_command_mutates(command):
+    mutates, unquoted = _writes(command)  # (the whole command: it is short enough)
+    if mutates:
         return False
-    text = command
-    shell, _bodies = _split_heredocs(text)
     return all(
         _simple_command_reads(part.split(), read_only)
-        for part in _SIMPLE_SPLIT.split(_FD_REDIRECT.sub(" ", _strip_quotes(shell)))
+        for part in _SIMPLE_SPLIT.split(_FD_REDIRECT.sub(" ", unquoted))
     )
 
 
@@ -407,7 +443,7 @@ def is_poll_call(tool_name: str, params: object, config: AdaptiveConfig) -> bool
     """A poll: a known poll (SPEC §4), a waiting tool, or a shell ``sleep N …`` that reads."""
     if tool_name in config.all_poll_tools:
         return True
-    if tool_name == "process" and isinstance(params, Mapping):
+    if tool_name == "process" and (type(params) is dict or isinstance(params, Mapping)):
         return params.get("action") in ("poll", "log")
     if tool_name in config.all_shell_tools:
         command = _command_text(params)
@@ -429,7 +465,7 @@ _PATH_KEYS: Final = ("file_path", "path", "filePath", "file", "target_file", "ab
 
 def target_path(params: object) -> str | None:
     """The file a call names (``file_path``, ``path``, …), stripped; ``None`` if none."""
-    if isinstance(params, Mapping):
+    if type(params) is dict or isinstance(params, Mapping):
         for key in _PATH_KEYS:
             value = params.get(key)
             if isinstance(value, str) and value.strip():
@@ -462,9 +498,9 @@ def reports_unchanged(result: object, text: str | None) -> bool:
     ``details``, and a result text starting with "No changes made" / "File unchanged" /
     "Content already identical" and the like (the first 300 characters are read).
     """
-    if isinstance(result, Mapping):
+    if type(result) is dict or isinstance(result, Mapping):
         for holder in (result, result.get("details")):
-            if isinstance(holder, Mapping) and (
+            if (type(holder) is dict or isinstance(holder, Mapping)) and (
                 holder.get("changed") is False or holder.get("status") == "unchanged"
             ):
                 return True
