@@ -248,6 +248,6 @@ def run(argv: list[str]) -> NoReturn:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except (OSError, ValueError):
-            pass  # the agent closed the pipe: nothing left to tell it
+        except (OSError, ValueError):  # the agent closed the pipe: nothing left to tell it
+            continue
     os._exit(code)

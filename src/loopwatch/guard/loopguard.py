@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from loopwatch import messages
+from loopwatch._event_base import LoopEvent  # the events themselves: where they are built
 from loopwatch.config import (
     LoopDetectionConfig,
     Profile,
@@ -45,15 +46,6 @@ from loopwatch.detectors.profiles import (
 )
 from loopwatch.detectors.reference import NOT_STUCK, LoopVerdict, RunHistory, is_known_poll
 from loopwatch.errors import PostCompactionLoopPersistedError, StoreError
-from loopwatch.events import (
-    CompactionLoopPersistedEvent,
-    GuardArmedEvent,
-    LoopEvent,
-    StoreErrorEvent,
-    ToolExecutionBlockedEvent,
-    ToolLoopEvent,
-    params_summary,
-)
 from loopwatch.guard._memo import ArgsMemo, CallBook, ToolNames
 from loopwatch.guard._ops import (
     ArmGuard,
@@ -373,6 +365,8 @@ class LoopGuard:
 
     def _store_failed(self, session_key: str, tool: str, operation: str, exc: StoreError) -> None:
         """Report a store failure: an event every time, a log line at a bounded rate."""
+        from loopwatch.events import StoreErrorEvent
+
         fail_open = self._store.fail_open
         text = error_text(exc)
         if self._store_error_rate.due(self._now()):
@@ -469,6 +463,8 @@ class LoopGuard:
 
     def _announce(self, plan: _BeforePlan, verdict: LoopVerdict, action: str) -> None:
         """The diagnostic line and the ``tool.loop`` event of a block or emitted warning."""
+        from loopwatch.events import ToolLoopEvent
+
         level = verdict.level or "warning"
         paired = (
             messages.LOG_DIAGNOSTIC_PAIRED.format(paired_tool=verdict.paired_tool_name)
@@ -504,6 +500,8 @@ class LoopGuard:
         )
 
     def _blocked(self, plan: _BeforePlan, verdict: LoopVerdict, message: str) -> Decision:
+        from loopwatch.events import ToolExecutionBlockedEvent, params_summary
+
         raw_run = plan.run_id_raw
         self._emit(
             ToolExecutionBlockedEvent(
@@ -913,6 +911,8 @@ class LoopGuard:
             return None
         record, verdict = written
         if verdict.should_abort:
+            from loopwatch.events import CompactionLoopPersistedEvent
+
             log_abort(verdict)
             error = PostCompactionLoopPersistedError.from_verdict(verdict, record)
             self._emit(
@@ -1076,6 +1076,8 @@ class LoopGuard:
     def _armed(self, session_key: str, run: str | None, actual: GuardSpec | None) -> None:
         if actual is None:
             return
+        from loopwatch.events import GuardArmedEvent
+
         if actual.enabled:
             log_armed(actual.window_size)
         self._emit(
