@@ -251,6 +251,7 @@ def test_the_client_imports_only_what_the_interpreter_needs_anyway() -> None:
         "_hook_client",
         "__future__",
         "os",
+        "os.path",
         "posixpath",
         "genericpath",
         "stat",
