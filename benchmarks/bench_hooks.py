@@ -20,7 +20,8 @@ Run from the repository root::
    ``.pth`` files (see the README: a sandbox ``.pth`` here imports ``certifi`` at every
    start). ``hook PostToolUse`` is the same command on the round's ``PostToolUse`` (its
    ``PreToolUse`` may come before or after it in the rotating order). ``import loopwatch``
-   and ``import loopwatch.cli`` show where the time goes.
+   and ``import loopwatch.cli`` show where the time goes. ``--baseline OTHER/src`` adds
+   another tree's installed command (``before: hook ...``), for a before/after in one run.
    Bytecode is cached, as after a ``pip install``.
 2. **8 processes at once on one session**: eight hook processes per step, all started
    before any is waited for, each a pre/post pair of a distinct call; afterwards the
@@ -119,7 +120,9 @@ def make_venv(folder: Path) -> str:
     return str(folder / "bin" / "python")
 
 
-def process_ratio(rounds: int, state: Path, venv: bool) -> dict[str, Any]:
+def process_ratio(
+    rounds: int, state: Path, venv: bool, baseline: Path | None = None
+) -> dict[str, Any]:
     env = _env(state)
     env["LOOPWATCH_SOCKET"] = str(state / "no-server.sock")  # in-process: no server found
     served = state / "served"
@@ -140,6 +143,10 @@ def process_ratio(rounds: int, state: Path, venv: bool) -> dict[str, Any]:
         "-m hook PreToolUse": module,
         "-m hook via serve": module,
     }
+    if baseline is not None:  # another tree's installed command, side by side
+        before = [sys.executable, "-S", str(baseline / "loopwatch" / "_hook_entry.py")]
+        cases["before: hook PreToolUse"] = [*before, "hook", "claude-code"]
+        cases["before: hook PostToolUse"] = [*before, "hook", "claude-code"]
     if venv:
         python = make_venv(state / "venv")
         cases["venv python -c pass"] = [python, "-c", "pass"]
@@ -246,9 +253,15 @@ def main() -> None:
     parser.add_argument(
         "--venv", action="store_true", help="also a fresh venv's floor and interpreter"
     )
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="SRC",
+        help="also time the installed command of another tree's src folder ('before: ...')",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
-        figures = process_ratio(args.rounds, Path(folder) / "ratio", args.venv)
+        figures = process_ratio(args.rounds, Path(folder) / "ratio", args.venv, args.baseline)
         print(
             f"one hook call as a whole process, {args.rounds} rounds "
             "(medians; CPU = user + system time of the process, robust on a busy machine);"
@@ -257,7 +270,7 @@ def main() -> None:
         floors = list(figures["ratio"])
         for name, per in figures["median_s"].items():
             wall, cpu = per["wall"] * 1000, per["cpu"] * 1000
-            line = f"  {name:<22} wall {wall:7.1f} ms   cpu {cpu:7.1f} ms"
+            line = f"  {name:<26} wall {wall:7.1f} ms   cpu {cpu:7.1f} ms"
             for floor in floors:
                 ratio = figures["ratio"][floor].get(name, {"wall": 1.0, "cpu": 1.0})
                 line += f"   {ratio['wall']:5.2f}x / {ratio['cpu']:5.2f}x"

@@ -12,4 +12,4 @@ if __name__ == "__main__":
     sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))  # also under -P / -I
     import _hook_client  # type: ignore[import-not-found]  # this folder, by path
 
-    raise SystemExit(_hook_client.main(sys.argv[1:]))
+    _hook_client.run(sys.argv[1:])

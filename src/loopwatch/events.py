@@ -9,27 +9,12 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from loopwatch._event_base import LoopEvent
 from loopwatch.core._undefined import UNDEFINED
 from loopwatch.core.jsstr import utf16_len
-
-
-@dataclass(frozen=True)
-class LoopEvent:
-    """Base of every event; ``to_dict`` omits keys whose value is ``None``."""
-
-    type: ClassVar[str] = ""
-    _KEYS: ClassVar[dict[str, str]] = {}
-
-    def to_dict(self) -> dict[str, Any]:
-        payload: dict[str, Any] = {"type": self.type}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if value is not None:
-                payload[self._KEYS.get(f.name, f.name)] = value
-        return payload
 
 
 @dataclass(frozen=True)

@@ -85,9 +85,9 @@ def _setup_log() -> None:
 
     path = log_path()
     try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if path.exists() and path.stat().st_size > MAX_LOG_BYTES:
-            os.replace(path, path.with_name(path.name + ".1"))
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        if os.path.exists(path) and os.stat(path).st_size > MAX_LOG_BYTES:
+            os.replace(path, path + ".1")
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
         handler: logging.Handler = logging.FileHandler(path, encoding="utf-8", delay=True)
     except OSError:

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Final
 from loopwatch import messages
 from loopwatch.detectors.compaction import log_armed
 from loopwatch.errors import StoreError
-from loopwatch.events import GuardArmedEvent
 from loopwatch.guard._keys import safe_run_id
 from loopwatch.guard._ops import ArmGuard, UpdateBucket, adrive_one, drive_one
 from loopwatch.guard._policy import error_text
@@ -80,6 +79,9 @@ def arm_op(guard: LoopGuard, session_key: str, run: str | None, agent_id: object
 def armed(guard: LoopGuard, session_key: str, run: str | None, actual: GuardSpec | None) -> None:
     if actual is None:
         return
+    # Imported where it is built: a process that never arms a guard never loads the events.
+    from loopwatch.events import GuardArmedEvent
+
     if actual.enabled:
         log_armed(actual.window_size)
     guard._emit(

@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from loopwatch import messages
+from loopwatch._event_base import LoopEvent  # the events themselves: where they are built
 from loopwatch.config import (
     LoopDetectionConfig,
     Profile,
@@ -44,14 +45,6 @@ from loopwatch.detectors.profiles import (
 )
 from loopwatch.detectors.reference import NOT_STUCK, LoopVerdict, is_known_poll
 from loopwatch.errors import PostCompactionLoopPersistedError, StoreError
-from loopwatch.events import (
-    CompactionLoopPersistedEvent,
-    LoopEvent,
-    StoreErrorEvent,
-    ToolExecutionBlockedEvent,
-    ToolLoopEvent,
-    params_summary,
-)
 from loopwatch.guard import _accessors, _batch, _lifecycle
 from loopwatch.guard._keys import WHITESPACE, plain_session_key, safe_tool_name
 from loopwatch.guard._memo import ArgsMemo, CallBook, ToolNames
@@ -335,6 +328,8 @@ class LoopGuard:
 
     def _store_failed(self, session_key: str, tool: str, operation: str, exc: StoreError) -> None:
         """Report a store failure: an event every time, a log line at a bounded rate."""
+        from loopwatch.events import StoreErrorEvent
+
         fail_open = self._store.fail_open
         text = error_text(exc)
         if self._store_error_rate.due(self._now()):
@@ -431,6 +426,8 @@ class LoopGuard:
 
     def _announce(self, plan: _BeforePlan, verdict: LoopVerdict, action: str) -> None:
         """The diagnostic line and the ``tool.loop`` event of a block or emitted warning."""
+        from loopwatch.events import ToolLoopEvent
+
         level = verdict.level or "warning"
         paired = (
             messages.LOG_DIAGNOSTIC_PAIRED.format(paired_tool=verdict.paired_tool_name)
@@ -466,6 +463,8 @@ class LoopGuard:
         )
 
     def _blocked(self, plan: _BeforePlan, verdict: LoopVerdict, message: str) -> Decision:
+        from loopwatch.events import ToolExecutionBlockedEvent, params_summary
+
         raw_run = plan.run_id_raw
         self._emit(
             ToolExecutionBlockedEvent(
@@ -762,6 +761,8 @@ class LoopGuard:
             return None
         record, verdict = written
         if verdict.should_abort:
+            from loopwatch.events import CompactionLoopPersistedEvent
+
             log_abort(verdict)
             error = PostCompactionLoopPersistedError.from_verdict(verdict, record)
             self._emit(

@@ -25,8 +25,7 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, Protocol
 
 from loopwatch.core._undefined import UNDEFINED
 
@@ -47,8 +46,11 @@ WARNING_NOTE: Final = "warn:"
 MAX_MEMORY_NOTES: Final = 4096
 
 
-@dataclass(frozen=True, slots=True)
-class HookResult:
+# The three value types are named tuples, not frozen dataclasses: a hook process builds
+# each class once, and a dataclass costs it about a millisecond of generated code.
+
+
+class HookResult(NamedTuple):
     """What the hook command prints and returns to the agent."""
 
     stdout: str
@@ -56,8 +58,7 @@ class HookResult:
     stderr: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class HookEvent:
+class HookEvent(NamedTuple):
     """One host event, in loopwatch's terms.
 
     ``name`` is the host's own event name (answers echo it as ``hookEventName``);
@@ -75,8 +76,7 @@ class HookEvent:
     error: object = UNDEFINED
 
 
-@dataclass(frozen=True, slots=True)
-class Outcome:
+class Outcome(NamedTuple):
     """What loopwatch decided: block the call, tell the model, or end the run."""
 
     block: str | None = None
@@ -147,7 +147,7 @@ def notes_for(store: Store) -> NoteBook:
         from loopwatch.hooks._paths import notes_path
         from loopwatch.stores.sqlite import SqliteStore
 
-        path = str(notes_path())
+        path = notes_path()
         book = _side_notes.get(path)
         if book is None:
             book = _side_notes[path] = SqliteStore(path)

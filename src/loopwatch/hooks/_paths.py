@@ -3,12 +3,14 @@
 ``$XDG_STATE_HOME/loopwatch/`` (default ``~/.local/state/loopwatch/``) holds the SQLite
 store shared by every hook process, the note side file used with a Redis store, and the
 log file (the hooks never print diagnostics into the agent).
+
+Paths are strings (``os.path``): every hook process asks for them, and ``pathlib`` costs
+a hook a few milliseconds to import (it imports ``urllib.parse`` and ``ipaddress``).
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Final
 
 #: The environment variable naming the store of the hooks (any ``store_from_url`` URL).
@@ -19,12 +21,13 @@ NOTES_FILE: Final = "notes.db"
 LOG_FILE: Final = "hook.log"
 
 
-def state_dir() -> Path:
+def state_dir() -> str:
     """``$XDG_STATE_HOME/loopwatch`` (an absolute ``XDG_STATE_HOME`` only, as the spec
     says), else ``~/.local/state/loopwatch``."""
     base = os.environ.get(STATE_ENV, "")
-    root = Path(base) if base and os.path.isabs(base) else Path.home() / ".local" / "state"
-    return root / "loopwatch"
+    if not base or not os.path.isabs(base):
+        base = os.path.join(os.path.expanduser("~"), ".local", "state")
+    return os.path.join(base, "loopwatch")
 
 
 def default_store_url() -> str:
@@ -32,16 +35,16 @@ def default_store_url() -> str:
     given = os.environ.get(STORE_ENV, "").strip()
     if given:
         return given
-    return "sqlite://" + str(state_dir() / STORE_FILE)
+    return "sqlite://" + os.path.join(state_dir(), STORE_FILE)
 
 
-def notes_path() -> Path:
+def notes_path() -> str:
     """The note side file, for stores that keep no notes themselves (Redis)."""
-    return state_dir() / NOTES_FILE
+    return os.path.join(state_dir(), NOTES_FILE)
 
 
-def log_path() -> Path:
-    return state_dir() / LOG_FILE
+def log_path() -> str:
+    return os.path.join(state_dir(), LOG_FILE)
 
 
 __all__ = ["STORE_ENV", "default_store_url", "log_path", "notes_path", "state_dir"]

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, Final
 
 from loopwatch import messages
@@ -136,13 +135,38 @@ def verdict_of(
     )
 
 
-def create_private(path: Path) -> None:
+def path_text(path: str | os.PathLike[str]) -> str:
+    """``str(pathlib.Path(path))``, without importing ``pathlib`` on POSIX (a hook process
+    opens one store: ``pathlib`` would cost it a few milliseconds, ``urllib.parse`` and
+    ``ipaddress`` included).
+
+    As ``PurePosixPath`` spells it: repeated slashes and ``.`` parts dropped (``..``
+    kept), a leading ``//`` kept, ``.`` for nothing; a ``bytes`` path is a ``TypeError``.
+    """
+    text = os.fspath(path)
+    if not isinstance(text, str):
+        raise TypeError(
+            "argument should be a str or an os.PathLike object where __fspath__ returns a "
+            f"str, not {type(text).__name__!r}"
+        )
+    if os.name != "posix":
+        from pathlib import Path
+
+        return str(Path(text))
+    root = "//" if text.startswith("//") and not text.startswith("///") else "/" * (text[:1] == "/")
+    parts = [part for part in text.split("/") if part and part != "."]
+    return root + "/".join(parts) if root or parts else "."
+
+
+def create_private(path: str) -> None:
     """Create the database file (and its folder) readable by this user only.
 
     SQLite gives the ``-wal`` and ``-shm`` files the permissions of the database file, so
     creating it ``0600`` here, before SQLite does, keeps all three private.
     """
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    folder = os.path.dirname(path)
+    if folder:  # the leaf only 0700, as Path.mkdir(parents=True) does
+        os.makedirs(folder, mode=0o700, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     os.close(fd)
 
@@ -172,6 +196,7 @@ __all__ = [
     "SESSION_TABLES",
     "create_private",
     "fields_of",
+    "path_text",
     "record_of",
     "token",
     "untoken",

@@ -3,32 +3,35 @@
 Backends import their own parser from here (the Redis store reads ``parse_redis_url``), and
 :mod:`loopwatch.stores.url` dispatches on the scheme: no backend imports the dispatcher, so
 the dispatcher can import every backend.
+
+A hook process parses one ``sqlite://`` URL (a prefix and a path), so what only a Redis
+URL needs is loaded on its first use: ``urllib.parse`` (which imports ``ipaddress``) and
+the patterns (see :mod:`loopwatch.core.lazyre`).
 """
 
 from __future__ import annotations
 
 import os
-import re
-from dataclasses import dataclass
-from typing import Final
-from urllib.parse import parse_qs, urlsplit
+from typing import Final, NamedTuple
+
+from loopwatch.core.lazyre import lazy_compile
 
 #: The schemes :func:`store_from_url` understands.
 SCHEMES: Final = ("memory", "redis", "rediss", "redis+unix", "sqlite")
 
-_DB: Final = re.compile(r"^[0-9]+$")
+_DB: Final = lazy_compile(r"^[0-9]+$")
 
 
-@dataclass(frozen=True, slots=True)
-class RedisTarget:
-    """A validated Redis URL, in the form redis-py's ``from_url`` reads."""
+class RedisTarget(NamedTuple):
+    """A validated Redis URL, in the form redis-py's ``from_url`` reads (a named tuple:
+    a dataclass costs about a millisecond to build at import)."""
 
     url: str
     unix: bool
 
 
-_AUTHORITY: Final = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)([^/?#]*)")
-_SECRET_QUERY: Final = re.compile(r"(?i)([?&](?:password|pass|pwd)=)[^&#]*")
+_AUTHORITY: Final = lazy_compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)([^/?#]*)")
+_SECRET_QUERY: Final = lazy_compile(r"(?i)([?&](?:password|pass|pwd)=)[^&#]*")
 REDACTED: Final = "***"
 
 
@@ -67,6 +70,8 @@ def parse_redis_url(url: str) -> RedisTarget:
     """
     if not isinstance(url, str):
         raise TypeError(f"a store URL must be a string, not {type(url).__name__}")
+    from urllib.parse import parse_qs, urlsplit
+
     try:
         parts = urlsplit(url)
     except ValueError as exc:

@@ -31,8 +31,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
-from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from loopwatch.core.records import ToolCallRecord
 from loopwatch.detectors.compaction import GuardSnapshot, GuardVerdict
@@ -46,6 +45,7 @@ from loopwatch.stores._sqlite_schema import (
     SESSION_TABLES,
     create_private,
     fields_of,
+    path_text,
     record_of,
     token,
     untoken,
@@ -53,6 +53,9 @@ from loopwatch.stores._sqlite_schema import (
 )
 from loopwatch.stores.base import GuardSpec, OutcomeWrite, Store, StoreError
 from loopwatch.stores.memory.store import MAX_WARNING_KEYS
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 DEFAULT_IDLE_TTL_S: Final = 1800.0
 DEFAULT_MAX_SESSIONS: Final = 10_000
@@ -109,7 +112,7 @@ class SqliteStore(Store):
             or not 0 <= busy_timeout_s < math.inf
         ):
             raise ValueError("busy_timeout_s must be a number of seconds >= 0")
-        self.path = Path(path)
+        self._path = path_text(path)
         self.idle_ttl_s = None if idle_ttl_s is None else float(idle_ttl_s)
         self.max_sessions = max_sessions
         self.busy_timeout_s = float(busy_timeout_s)
@@ -118,16 +121,23 @@ class SqliteStore(Store):
         self._depth = 0
         self._nonces: OrderedDict[int, tuple[ToolCallRecord, int]] = OrderedDict()
         try:
-            create_private(self.path)
+            create_private(self._path)
             self._db = sqlite3.connect(
-                str(self.path),
+                self._path,
                 timeout=self.busy_timeout_s,
                 isolation_level=None,  # transactions are ours: BEGIN IMMEDIATE ... COMMIT
                 check_same_thread=False,  # serialised by self._lock
             )
             self._setup()
         except (OSError, sqlite3.Error) as exc:
-            raise StoreError(f"cannot open the SQLite store {str(self.path)!r}: {exc}") from exc
+            raise StoreError(f"cannot open the SQLite store {self._path!r}: {exc}") from exc
+
+    @property
+    def path(self) -> Path:
+        """The database file (``pathlib`` is imported here, not by every hook process)."""
+        from pathlib import Path
+
+        return Path(self._path)
 
     def _setup(self) -> None:
         db = self._db
@@ -140,7 +150,7 @@ class SqliteStore(Store):
             return
         if version > SCHEMA_VERSION:
             raise StoreError(
-                f"the SQLite store {str(self.path)!r} has schema version {version}; this "
+                f"the SQLite store {self._path!r} has schema version {version}; this "
                 f"loopwatch knows version {SCHEMA_VERSION} (upgrade loopwatch or use another file)"
             )
         db.execute("BEGIN IMMEDIATE")
@@ -155,7 +165,7 @@ class SqliteStore(Store):
 
     def __repr__(self) -> str:
         return (
-            f"SqliteStore({str(self.path)!r}, idle_ttl_s={self.idle_ttl_s!r}, "
+            f"SqliteStore({self._path!r}, idle_ttl_s={self.idle_ttl_s!r}, "
             f"max_sessions={self.max_sessions!r}, fail_open={self.fail_open!r})"
         )
 

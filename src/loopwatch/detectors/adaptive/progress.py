@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final
 
-from loopwatch.core.lazyre import lazy_compile
+from loopwatch.core.lazyre import LazyPattern, lazy_compile
 
 if TYPE_CHECKING:
     from loopwatch.detectors.adaptive.settings import AdaptiveConfig
@@ -123,15 +123,16 @@ _CODE_WRITES: Final = (
 )
 
 
-def _any_of(patterns: tuple[re.Pattern[str], ...]) -> re.Pattern[str]:
+def _any_of(patterns: tuple[re.Pattern[str] | LazyPattern, ...]) -> LazyPattern:
     """One pattern that finds a match exactly where one of ``patterns`` would (each keeps its
-    own ``MULTILINE`` flag): one search instead of one per pattern."""
+    own ``MULTILINE`` flag): one search instead of one per pattern (compiled on first use,
+    as the others: a hook process that never asks pays nothing)."""
     parts: list[str] = []
     for pattern in patterns:
         assert pattern.flags & ~(re.UNICODE | re.MULTILINE) == 0, pattern.pattern
         scope = "m" if pattern.flags & re.MULTILINE else ""
         parts.append(f"(?{scope}:{pattern.pattern})")
-    return re.compile("|".join(parts))
+    return lazy_compile("|".join(parts))
 
 
 _ANY_SHELL_WRITE: Final = _any_of(_SHELL_WRITES)

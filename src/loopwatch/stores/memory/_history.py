@@ -24,6 +24,7 @@ from __future__ import annotations
 import struct
 import sys
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from operator import attrgetter
 from typing import Final, overload
 
 from loopwatch.core.records import ToolCallRecord
@@ -421,6 +422,9 @@ class RunRecords:
         return None
 
 
+#: A record's content key (see :meth:`RunView.content_keys`).
+_CONTENT_KEY: Final = attrgetter("tool_name", "packed", "extra")
+
 #: The records of a run that has none (shared, never changed).
 NO_RECORDS: Final = RunRecords(None, [], bytearray())
 
@@ -618,14 +622,10 @@ class RunView(Sequence[ToolCallRecord], RunHistory):
         return self._run.records
 
     def content_keys(self, start: int) -> Sequence[Hashable]:
-        # A packed record is its tool name, its packed digests and timestamp, and its
-        # notes (or its public form, kept while pending); any other is its public form.
-        return [
-            record.extra
-            if record.packed is None
-            else (record.tool_name, record.packed, record.extra)
-            for record in self._run.records[start:]
-        ]
+        # A record is its tool name, its packed digests and timestamp (None when it has no
+        # packed form), and its notes or its public form (kept while pending, or when it
+        # has no packed form): equal keys, equal records. Built at C speed.
+        return list(map(_CONTENT_KEY, self._run.records[start:]))
 
     def unknown_tool_streak(self, tool_name: str) -> tuple[int, str | None]:
         name: str | None = None
