@@ -45,3 +45,112 @@ def test_strip_quotes_edge_cases() -> None:
     assert _strip_quotes('echo "ends in \\') == "echo Q"
     assert _strip_quotes('say "a \\" b" c') == "say Q c"
     assert _strip_quotes("x'\n'y") == "xQy"
+
+
+# --- the substring screens before the write searches ---------------------------------------
+
+_FRAGMENTS = (
+    " ",
+    "\n",
+    ";",
+    "&&",
+    "|",
+    "(",
+    ")",
+    "$(",
+    "`",
+    ">",
+    ">>",
+    "2>",
+    "&>",
+    "/dev/null",
+    "=",
+    "-",
+    "x",
+    "a.txt",
+    "rm",
+    "rmdir",
+    "mv",
+    "cp",
+    "mkdir",
+    "touch",
+    "ln",
+    "chmod",
+    "chown",
+    "truncate",
+    "install",
+    "uninstall",
+    "patch",
+    "dd",
+    "rsync",
+    "unzip",
+    "tar",
+    "-xzf",
+    "find",
+    "-delete",
+    "-exec",
+    "git",
+    "checkout",
+    "pip",
+    "pip3",
+    "uv",
+    "python -m pip",
+    "conda",
+    "apt",
+    "add",
+    "remove",
+    "npm",
+    "pnpm",
+    "yarn",
+    "bun",
+    "i",
+    "ci",
+    "cargo",
+    "poetry",
+    "sudo",
+    "then",
+    "open(",
+    "'w'",
+    '"a"',
+    "mode=",
+    ".write(",
+    ".write_text(",
+    "shutil.move(",
+    "os.remove(",
+    ".unlink(",
+    "json.dump(",
+    "fs.",
+    "writeFile",
+    "sys.stdout",
+    "FOO=1",
+    "f",
+    "s",
+    "o",
+    "p",
+)
+
+
+@settings(max_examples=800)
+@given(st.lists(st.sampled_from(_FRAGMENTS), max_size=12).map("".join))
+def test_a_text_without_a_family_word_matches_no_pattern_of_that_family(text: str) -> None:
+    from loopwatch.detectors.adaptive import progress
+
+    families = (
+        (progress._SHELL_WRITES, progress._SHELL_WRITE_WORDS),
+        (progress._CODE_WRITES, progress._CODE_WRITE_WORDS),
+    )
+    for patterns, words in families:
+        if not progress._may_match(text, words):
+            assert all(pattern.search(text) is None for pattern in patterns), text
+
+
+def test_write_screens_keep_the_answers() -> None:
+    from loopwatch.detectors.adaptive.progress import shell_command_mutates
+
+    assert shell_command_mutates("echo hi > out.txt")
+    assert shell_command_mutates("cd src && rm -rf build")
+    assert shell_command_mutates("python -c \"open('a', 'w').write('x')\"")
+    assert shell_command_mutates("node -e \"fs.writeFileSync('a', 'b')\"")
+    assert shell_command_mutates("uv add requests")
+    assert not shell_command_mutates("ls -la && cat a.txt | grep x")
+    assert not shell_command_mutates("python -m pytest -q tests/test_a.py")

@@ -137,6 +137,46 @@ def _any_of(patterns: tuple[re.Pattern[str] | LazyPattern, ...]) -> LazyPattern:
 
 _ANY_SHELL_WRITE: Final = _any_of(_SHELL_WRITES)
 _ANY_CODE_WRITE: Final = _any_of(_CODE_WRITES)
+#: Text every match of :data:`_SHELL_WRITES` contains, one of these at least (each pattern
+#: spells one of them literally: ``>``, a verb, a tool name): a command with none of them
+#: cannot match, and is told so by a few substring tests instead of a regex search.
+_SHELL_WRITE_WORDS: Final = (
+    ">",
+    "rm",
+    "mv",
+    "cp",
+    "mkdir",
+    "touch",
+    "ln",
+    "chmod",
+    "chown",
+    "truncate",
+    "install",
+    "patch",
+    "dd",
+    "rsync",
+    "unzip",
+    "tar",
+    "find",
+    "git",
+    "add",
+    "remove",
+    "npm",
+    "yarn",
+    "bun",
+    "cargo",
+    "poetry",
+    "uv",
+)
+#: The same for :data:`_CODE_WRITES`: every pattern but the ``fs.`` one ends in ``(``.
+_CODE_WRITE_WORDS: Final = ("(", "fs.")
+
+
+def _may_match(text: str, words: tuple[str, ...]) -> bool:
+    """Whether ``text`` contains one of ``words`` (a pattern family's required text)."""
+    return any(map(text.__contains__, words))
+
+
 #: The words :func:`_edits_in_place` looks for.
 _IN_PLACE_WORDS: Final = ("tee", *_IN_PLACE)
 
@@ -194,6 +234,11 @@ def _split_heredocs(command: str) -> tuple[str, str]:
     return "\n".join(shell), "\n".join(bodies)
 
 
+def _code_writes(text: str) -> bool:
+    """Whether inline code in ``text`` writes (:data:`_CODE_WRITES`)."""
+    return _may_match(text, _CODE_WRITE_WORDS) and _ANY_CODE_WRITE.search(text) is not None
+
+
 def _writes(command: str) -> tuple[bool, str]:
     """(:func:`shell_command_mutates`, the shell text outside heredocs with quoted strings
     stripped): :func:`shell_command_is_read_only` reads the second next."""
@@ -201,8 +246,8 @@ def _writes(command: str) -> tuple[bool, str]:
     unquoted = _strip_quotes(shell)
     if (
         _edits_in_place(unquoted)
-        or _ANY_SHELL_WRITE.search(unquoted)
-        or _ANY_CODE_WRITE.search(shell + "\n" + bodies)
+        or (_may_match(unquoted, _SHELL_WRITE_WORDS) and _ANY_SHELL_WRITE.search(unquoted))
+        or _code_writes(shell + "\n" + bodies)
     ):
         return True, unquoted
     # ``bash -c "…"``: the quoted script is shell syntax too.
