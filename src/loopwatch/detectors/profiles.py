@@ -38,6 +38,7 @@ from loopwatch.detectors.reference import (
     LoopVerdict,
     RecordFields,
     RunHistory,
+    answers_itself,
     evaluate,
     log_verdict,
 )
@@ -204,8 +205,6 @@ class AdaptiveProfile(DetectorProfile):
         #: The newest record :meth:`outcome_facts` built, with its facts: the history record
         #: decoded next is nearly always that call's (see :meth:`_decoded`).
         self._built: tuple[str, Any] | None = None
-        #: ``isinstance(history, RunHistory)`` by type of history (asked on every call).
-        self._run_history_types: dict[type, bool] = {}
         #: The facts of a pending record by (thinking, polling): its other fields are empty.
         self._pending_facts: dict[tuple[bool, bool], str] = {
             (thinking, polling): adaptive.encode_facts(
@@ -312,11 +311,7 @@ class AdaptiveProfile(DetectorProfile):
         if call.tool_name in self._thinking:
             return None  # as evaluate_adaptive decides, without decoding the window
         config = self.config
-        kind = type(history)
-        is_run = self._run_history_types.get(kind)
-        if is_run is None:
-            is_run = self._run_history_types[kind] = isinstance(history, RunHistory)
-        if is_run:
+        if answers_itself(history):
             run: RunHistory = history  # type: ignore[assignment]  # (checked just above)
             source: Sequence[Any] = run.fields()
             start = max(0, len(source) - config.window)

@@ -232,6 +232,16 @@ def _ping_pong_key(tool_name: str, current_hash: str, paired_signature: str | No
 _ANSWERS: dict[type, bool] = {}
 
 
+def answers_itself(history: object) -> bool:
+    """``isinstance(history, RunHistory)``, decided once per type: the ABC check costs a
+    Python call each time, and the detectors ask it on every guarded call."""
+    kind = type(history)
+    answers = _ANSWERS.get(kind)
+    if answers is None:
+        answers = _ANSWERS[kind] = issubclass(kind, RunHistory)
+    return answers
+
+
 def evaluate(
     records: Sequence[ToolCallRecord] | RunHistory,
     tool_name: str,
@@ -251,12 +261,10 @@ def evaluate(
     """
     if not config.enabled:
         return NOT_STUCK
-    kind = type(records)
-    answers = _ANSWERS.get(kind)
-    if answers is None:  # isinstance on the ABC, once per type (it costs a call each time)
-        answers = _ANSWERS[kind] = issubclass(kind, RunHistory)
     run: RunHistory = (
-        records if answers else ScannedRun(records)  # type: ignore[assignment,arg-type]
+        records  # type: ignore[assignment]
+        if answers_itself(records)
+        else ScannedRun(records)  # type: ignore[arg-type]
     )
     unknown_streak, unknown_name = run.unknown_tool_streak(tool_name)
     if unknown_streak >= config.unknown_tool_threshold:
@@ -406,6 +414,7 @@ __all__ = [
     "RecordFields",
     "RunHistory",
     "ScannedRun",
+    "answers_itself",
     "detect_tool_call_loop",
     "evaluate",
     "is_known_poll",

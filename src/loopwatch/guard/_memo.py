@@ -212,10 +212,6 @@ class CallBook:
         """The characters of argument strings the memos keep alive."""
         return self._chars
 
-    def in_flight(self) -> int:
-        """How many ids are in flight."""
-        return len(self._in_flight)
-
 
 class ToolNames:
     """Normalised tool names, remembered for plain ``str`` names (cleared when full)."""

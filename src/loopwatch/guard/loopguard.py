@@ -553,11 +553,6 @@ class LoopGuard:
         reply = yield follow
         return verdict, False if isinstance(follow, CancelCall) else reply
 
-    def _seen_before(self, session_key: str, tool_call_id: object) -> Decision | None:
-        """The decision of a call already in flight under this id (counted once)."""
-        found = self._calls.seen(session_key, tool_call_id)
-        return found if isinstance(found, Decision) else None
-
     def _start(
         self, plan: _BeforePlan, tool_call_id: object, agent_id: object, decision: Decision
     ) -> Decision:
@@ -598,8 +593,8 @@ class LoopGuard:
                 return self._allow
             key = accepted
         try:
-            seen = self._calls.seen(key, tool_call_id)
-            if seen is not None and isinstance(seen, Decision):
+            seen = self._calls.seen(key, tool_call_id)  # a call in flight counts once
+            if isinstance(seen, Decision):
                 return seen
             plan = self._plan_before(tool, params, key, run_id, tool_call_id, agent_id)
             verdict, emitted = self._decide(plan)
@@ -634,8 +629,8 @@ class LoopGuard:
         if key is None:
             return self._allow
         try:
-            seen = self._seen_before(key, tool_call_id)
-            if seen is not None:
+            seen = self._calls.seen(key, tool_call_id)  # a call in flight counts once
+            if isinstance(seen, Decision):
                 return seen
             plan = self._plan_before(tool, params, key, run_id, tool_call_id, agent_id)
             verdict, emitted = await adrive(self._store, key, self._before_steps(plan))

@@ -13,7 +13,7 @@ early, and is built so that a run making progress is never stopped:
 * **identical_streak** — the same call with the same outcome, consecutively.
 * **cycle** — a sequence of 2–5 calls repeating with identical outcomes, lap after lap
   (blocked after 3 laps).
-* the stall detectors of :mod:`~loopwatch.adaptive.stalls` — **unchanged_write**,
+* the stall detectors of :mod:`~loopwatch.detectors.adaptive.stalls` — **unchanged_write**,
   **poll_no_progress**, **terminal_failure**, **typed_error**, **argument_churn**.
 
 **Progress resets.** A successful call that could have changed the outcome (a mutating tool,
@@ -56,13 +56,16 @@ Configuration lives in the top-level ``loopwatch`` block of a config file, never
 Every count includes the upcoming call: ``repeatedFailure.block: 3`` blocks the third attempt
 of a call that failed twice with the same error.
 
-The package, one concept per module: :mod:`~loopwatch.adaptive.settings` (the validated
-``loopwatch.adaptive`` block), :mod:`~loopwatch.adaptive.progress` (which calls change state),
-:mod:`~loopwatch.adaptive.failures` (failure texts, error classes),
-:mod:`~loopwatch.adaptive.facts` (the per-call record),
-:mod:`~loopwatch.adaptive.verdicts` (what detectors share), :mod:`~loopwatch.adaptive.stalls`
-(the stall detectors) and :mod:`~loopwatch.adaptive.detectors` (the first four and the one
-table of all of them).
+The package, one concept per module (each under ``loopwatch.detectors.adaptive``):
+:mod:`~loopwatch.detectors.adaptive.settings` (the validated ``loopwatch.adaptive`` block),
+:mod:`~loopwatch.detectors.adaptive.progress` (which calls change state),
+:mod:`~loopwatch.detectors.adaptive.failures` (failure texts, error classes),
+:mod:`~loopwatch.detectors.adaptive.facts` (the per-call record),
+:mod:`~loopwatch.detectors.adaptive.verdicts` (what detectors share),
+:mod:`~loopwatch.detectors.adaptive.screens` (what lets a detector be skipped),
+:mod:`~loopwatch.detectors.adaptive.stalls` (the stall detectors) and
+:mod:`~loopwatch.detectors.adaptive.detectors` (the first four and the one table of all of
+them).
 """
 
 from __future__ import annotations
