@@ -213,26 +213,32 @@ class CallBook:
         return self._chars
 
 
-class ToolNames:
-    """Normalised tool names, remembered for plain ``str`` names (cleared when full)."""
+class ToolNames(dict[str, str]):
+    """Normalised tool names, remembered for plain ``str`` names (cleared when full).
 
-    __slots__ = ("_names", "_normalize")
+    A ``dict`` of the names seen: ``names[name]`` is a C-speed lookup for a plain ``str``
+    name seen before (the usual call), and normalises and remembers any other ``str``
+    (:meth:`__missing__`). Names of other types go through the call, never remembered.
+    """
+
+    __slots__ = ("_normalize",)
 
     def __init__(self, normalize: Callable[[object], str]) -> None:
-        self._names: dict[str, str] = {}
+        super().__init__()
         self._normalize = normalize
+
+    def __missing__(self, tool_name: str) -> str:
+        name = self._normalize(tool_name)
+        if type(tool_name) is str:  # (a str subclass is looked up, never remembered)
+            if len(self) >= TOOL_NAME_CACHE_SIZE:
+                self.clear()
+            self[tool_name] = name
+        return name
 
     def __call__(self, tool_name: object) -> str:
         if type(tool_name) is not str:
             return self._normalize(tool_name)
-        names = self._names
-        name = names.get(tool_name)
-        if name is None:
-            name = self._normalize(tool_name)
-            if len(names) >= TOOL_NAME_CACHE_SIZE:
-                names.clear()
-            names[tool_name] = name
-        return name
+        return self[tool_name]
 
 
 __all__ = [

@@ -112,6 +112,10 @@ def blocked_result(message: str) -> dict[str, Any]:
     }
 
 
+#: ``tuple.__new__``: what a named tuple's generated ``__new__`` calls.
+_new_tuple: Final = tuple.__new__
+
+
 @dataclass(slots=True)
 class _BeforePlan:
     """Everything ``before_call`` derives from its inputs before touching the store.
@@ -249,6 +253,7 @@ class LoopGuard:
         #: The calls between their before_call and their after_call (see CallBook).
         self._calls = CallBook()
         self._default_block: tuple[dict[str, Any] | None, ResolvedConfig] | None = None
+        self._default_config: tuple[dict[str, Any] | None, ResolvedConfig, GuardSpec] | None = None
 
     def _detector_profile(
         self, profile: Profile | DetectorProfile | None, settings: GuardSettings
@@ -288,6 +293,19 @@ class LoopGuard:
                 found = self._default_block = self.settings.block_for(None)
             return found
         return self.settings.block_for(agent_id)
+
+    def _config_for(
+        self, agent_id: object
+    ) -> tuple[dict[str, Any] | None, ResolvedConfig, GuardSpec]:
+        """:meth:`block_for` and the :meth:`_guard_spec` of its config, as a call needs them."""
+        if agent_id is None:  # the usual call: its answer never changes (settings are frozen)
+            found = self._default_config
+            if found is None:
+                block, resolved = self.block_for(None)
+                found = self._default_config = (block, resolved, self._guard_spec(resolved))
+            return found
+        block, resolved = self.settings.block_for(agent_id)
+        return block, resolved, self._guard_spec(resolved)
 
     def _guard_spec(self, resolved: ResolvedConfig) -> GuardSpec:
         """The post-compaction guard spec of a resolved config (SPEC §6.2), shared."""
@@ -376,7 +394,7 @@ class LoopGuard:
         tool_call_id: object,
         agent_id: object,
     ) -> _BeforePlan:
-        block, resolved = self.block_for(agent_id)
+        block, resolved, guard = self._config_for(agent_id)
         try:  # the host's values: reading or hashing them may fail (SPEC §8.5)
             # None (the usual ids) normalises to itself: the calls are skipped for it.
             run = None if run_id is None else normalize_run_id(run_id)
@@ -416,7 +434,7 @@ class LoopGuard:
             resolved,
             pending,
             now,
-            self._guard_spec(resolved),
+            guard,
         )
 
     def _bucket_key(self, plan: _BeforePlan, verdict: LoopVerdict) -> str:
@@ -584,7 +602,8 @@ class LoopGuard:
             A :class:`Decision`. When ``decision.tool_result`` is set, do not run the tool:
             give that result to the model and pass it to :meth:`after_call`.
         """
-        tool = self._tool_name(tool_name)
+        names = self._tool_name  # ToolNames(tool_name), at C speed for a known str name
+        tool = names[tool_name] if type(tool_name) is str else names(tool_name)
         if type(session_key) is str and session_key and session_key[0] not in WHITESPACE:
             key = session_key  # the usual key (_accepts would return it as is)
         else:
@@ -701,7 +720,7 @@ class LoopGuard:
         """
         context = None if memo is None else memo.context_for(tool, params, run_id, agent_id)
         if context is None:
-            _block, resolved = self.block_for(agent_id)
+            _block, resolved, guard = self._config_for(agent_id)
         try:
             outcome = hash_tool_outcome(
                 tool,
@@ -727,25 +746,27 @@ class LoopGuard:
             plan = context
             assert isinstance(plan, _BeforePlan)
             call, call_id, resolved, guard = plan.call, plan.call_id, plan.resolved, plan.guard
-        else:
-            guard = self._guard_spec(resolved)
         facts = (
             None
             if self._no_outcome_facts
             else self.detector_profile.outcome_facts(call, params, outcome, result, error)
         )
         now = float(self._clock())
-        write = OutcomeWrite(  # positional: half the cost of keywords
-            tool,
-            call.args_hash,
-            call_id,
-            call.run_id,
-            outcome,
-            resolved.history_size,
-            int(now * 1000),
-            facts,
+        # Both named tuples built as their generated __new__ builds them, without its frame.
+        write = _new_tuple(
+            OutcomeWrite,
+            (
+                tool,
+                call.args_hash,
+                call_id,
+                call.run_id,
+                outcome,
+                resolved.history_size,
+                int(now * 1000),
+                facts,
+            ),
         )
-        return RecordOutcome(session_key, write, guard, now)
+        return _new_tuple(RecordOutcome, (session_key, write, guard, now))
 
     def _finish_after(
         self,
@@ -796,7 +817,8 @@ class LoopGuard:
         Raises:
             PostCompactionLoopPersistedError: the loop survived a compaction; end the run.
         """
-        tool = self._tool_name(tool_name)
+        names = self._tool_name  # ToolNames(tool_name), at C speed for a known str name
+        tool = names[tool_name] if type(tool_name) is str else names(tool_name)
         if type(session_key) is str and session_key and session_key[0] not in WHITESPACE:
             key = session_key  # the usual key (_accepts would return it as is)
         else:

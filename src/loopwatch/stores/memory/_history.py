@@ -501,10 +501,24 @@ class SessionHistory:
 
     def trim(self, history_size: int) -> None:
         """Keep the newest ``history_size`` records, across all runs."""
-        excess = len(self.records) - history_size
+        records = self.records
+        excess = len(records) - history_size
         if excess <= 0:
             return
-        dropped = self.records[:excess]
+        if excess == 1:
+            record = records[0]
+            run = self.runs[record.run_id]
+            if run.records is records:
+                # The usual trim once the history is full: one record of the only run
+                # (which shares the session's lists), what the loop below does for it.
+                del records[0]
+                del self.heads[0]
+                if run.calls is not None:
+                    run.removed(record)
+                if not records:
+                    self._forget_runs((run.run_id,))
+                return
+        dropped = records[:excess]
         del self.records[:excess]
         del self.heads[:excess]
         emptied = []
