@@ -47,6 +47,7 @@ _PENDING: Final = 0
 _DIGEST: Final = 1
 _ERROR: Final = 2
 _KIND_BYTES: Final = (b"\x00", b"\x01", b"\x02")
+_DIGEST_KIND: Final = _KIND_BYTES[_DIGEST]
 _ERROR_PREFIX: Final = "error:"
 _NO_RESULT: Final = bytes(32) + _KIND_BYTES[_PENDING]
 _MIN_TS: Final = -(2**63)
@@ -154,7 +155,17 @@ class CompactRecord:
     def filled(cls, record: ToolCallRecord, key: bytes | str) -> CompactRecord:
         """``CompactRecord(record, key)`` for a record with an outcome: the usual record,
         packed with fewer steps when its fields have the usual forms."""
-        result = result_key(record.result_hash) if record.result_hash is not None else None
+        result_hash = record.result_hash
+        result: bytes | str | None = None
+        if type(result_hash) is str and len(result_hash) == 64:
+            try:  # result_key(result_hash) of a plain digest, inlined: once per outcome
+                raw = bytes.fromhex(result_hash)
+            except ValueError:
+                raw = b""
+            if len(raw) == 32 and raw.hex() == result_hash:
+                result = raw + _DIGEST_KIND
+        if result is None and result_hash is not None:
+            result = result_key(result_hash)
         timestamp = record.timestamp
         if (
             type(key) is not bytes
