@@ -82,6 +82,16 @@ def test_result_keys_are_equal_exactly_when_hashes_are(a: str, b: str) -> None:
     assert (result_key(a) == result_key(b)) == (a == b)
 
 
+@given(hash_strings())
+def test_a_filled_record_packs_the_result_key_of_its_hash(result_hash: str) -> None:
+    """``CompactRecord.filled`` writes the usual key inline: it must be ``result_key``'s."""
+    args_hash = f"read:{DIGESTS[1]}"
+    record = ToolCallRecord("read", args_hash, None, None, result_hash, None, 7, None)
+    compact = _history.CompactRecord.filled(record, call_key("read", args_hash))
+    assert compact.result == result_key(result_hash)
+    assert compact.public() == record
+
+
 def test_keys_of_well_formed_hashes_are_digests() -> None:
     digest = DIGESTS[0]
     assert call_key("read", f"read:{digest}") == bytes.fromhex(digest)
