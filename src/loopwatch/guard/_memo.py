@@ -136,8 +136,8 @@ class CallBook:
     __slots__ = ("_chars", "_finished", "_in_flight", "_lock", "_memos")
 
     def __init__(self) -> None:
-        self._in_flight: dict[tuple[str, str], object] = {}
-        self._finished: dict[tuple[str, str], bool] = {}
+        self._in_flight: dict[tuple[str, str | None], object] = {}
+        self._finished: dict[tuple[str, str | None], bool] = {}
         self._memos: dict[tuple[str, str | None], ArgsMemo] = {}
         self._chars = 0
         self._lock = threading.Lock()
@@ -169,11 +169,10 @@ class CallBook:
                 while len(memos) > ARGS_MEMO_SIZE or self._chars > ARGS_MEMO_CHARS:
                     self._chars -= memos.pop(next(iter(memos))).chars
             if ident:
-                known = (session_key, ident)
-                self._finished.pop(known, None)
+                self._finished.pop(key, None)
                 in_flight = self._in_flight
-                in_flight.pop(known, None)
-                in_flight[known] = decision
+                in_flight.pop(key, None)
+                in_flight[key] = decision
                 if len(in_flight) > CALL_ID_MEMORY:
                     del in_flight[next(iter(in_flight))]
 
@@ -183,13 +182,13 @@ class CallBook:
         if call_id is not None and type(call_id) is not str:
             return False, None
         ident: str | None = call_id  # (checked just above)
+        key = (session_key, ident)
         with self._lock:
-            memo = self._memos.pop((session_key, ident), None)
+            memo = self._memos.pop(key, None)
             if memo is not None:
                 self._chars -= memo.chars
             if not ident:
                 return False, memo
-            key = (session_key, ident)
             finished = self._finished
             if self._in_flight.pop(key, None) is None and key in finished:
                 return True, None
