@@ -9,8 +9,9 @@ committed; ``--openclaw-dir`` reuses an install), finds ``detectToolCallLoop``,
 its ``dist`` chunks, and drives them from ``reference_driver.mjs`` beside this file. Prints:
 
 1. per call, the first ``--calls`` calls of ``../shared/corpus/traj/*.jsonl`` (sorted file
-   names) in one session, ``{"enabled": true}``: node, ``loopwatch[fast]`` (orjson), the pure
-   path (orjson switched off) and the adaptive profile, each a fresh session per pass, in
+   names) in one session, ``{"enabled": true}``: node, ``loopwatch[fast]`` (orjson), the "pure"
+   row of a plain install (orjson switched off: the standard library's C encoder where the
+   tree has it, else the pure-Python walk) and the adaptive profile, each a fresh session per pass, in
    alternated rounds (33; 11 with ``--quick``); then the same on fresh copies of the values;
 2. the adaptive profile against the reference profile (target <= 1.3x);
 3. the small (~100 B) healthy pair against the floor (orjson + SHA-256 of the same values;
@@ -214,6 +215,15 @@ def fast_switches() -> list[tuple[Any, Any]]:
     return found
 
 
+def without_orjson() -> Any:
+    """What fingerprints a value without the ``fast`` extra: the standard library's C
+    encoder in trees that have it (``_fastjson.stdlib_json``), else the pure path (``None``)."""
+    for name, module in list(sys.modules.items()):
+        if name.startswith("loopwatch") and getattr(module, "STDLIB_AVAILABLE", False):
+            return module.stdlib_json
+    return None
+
+
 class LoopwatchSide:
     """The cases one worker times, by name; each command times one batch."""
 
@@ -242,8 +252,9 @@ class LoopwatchSide:
         self.batch: dict[str, int] = {}
 
     def use(self, mode: str) -> None:
+        plain = without_orjson()
         for module, fast in self.switches:
-            module._fast_json = None if mode == "pure" else fast
+            module._fast_json = plain if mode == "pure" else fast
 
     def guard(self, profile: str) -> Any:
         if profile == "reference":

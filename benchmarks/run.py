@@ -93,10 +93,19 @@ _BASELINE: ModuleType | None = None
 _UNDEFINED: dict[type, object] = {LoopGuard: UNDEFINED}
 
 
+#: What fingerprints a value without orjson: the standard library's C encoder where the
+#: tree has it, else the pure-Python walk.
+_PLAIN = (
+    getattr(_fingerprint._fastjson, "stdlib_json", None)
+    if getattr(getattr(_fingerprint, "_fastjson", None), "STDLIB_AVAILABLE", False)
+    else None
+)
+
+
 def use_mode(mode: str) -> None:
-    """Route fingerprinting through the pure-Python path or the orjson fast path."""
+    """Route fingerprinting as a plain install does (``pure``: no orjson) or through orjson."""
     if _FAST is not None:
-        _fingerprint._fast_json = None if mode == "pure" else _FAST
+        _fingerprint._fast_json = _PLAIN if mode == "pure" else _FAST
 
 
 def lib(mode: str) -> Any:

@@ -148,6 +148,57 @@ def plain_json(value: object) -> bytes | None:
         return None
 
 
+# --- the standard library's encoder, without orjson ------------------------------------------
+
+
+def _load_stdlib_encoder() -> Callable[[object, int], Iterable[str]] | None:
+    """The C encoder of :mod:`json` for compact sorted-key text, or ``None`` without it.
+
+    Built once, as :meth:`json.JSONEncoder.iterencode` builds it on every call: no circular
+    check (:func:`is_plain` admits trees only), ``ensure_ascii`` off (text raw, as
+    ``JSON.stringify`` writes it), keys sorted by code point.
+    """
+    from json import encoder
+
+    make: Any = getattr(encoder, "c_make_encoder", None)  # (not in the type stubs)
+    if make is None:  # an interpreter without the _json accelerator: the pure path
+        return None
+
+    def refuse(value: object) -> object:
+        raise TypeError(f"not plain JSON: {type(value).__name__}")
+
+    # (markers, default, encoder, indent, key and item separators, sort_keys, skipkeys,
+    # allow_nan), as JSONEncoder.iterencode passes them
+    built: Callable[[object, int], Iterable[str]] = make(
+        None, refuse, encoder.encode_basestring, None, ":", ",", True, False, True
+    )
+    return built
+
+
+_stdlib_encode = _load_stdlib_encoder()
+
+
+def stdlib_json(value: object) -> bytes | None:
+    """:func:`plain_json` written by the standard library's C encoder, for installs
+    without orjson (the ``fast`` extra).
+
+    On a plain value it writes what orjson writes, and so the pure path's UTF-8: strings
+    escaped as ``JSON.stringify`` escapes them (``\\"``, ``\\\\``, the five short escapes,
+    other C0 controls as lowercase ``\\u00xx``, everything else raw), an int's decimal
+    digits (``int.__repr__``), ``true``, ``false``, ``null``, keys in code-point order.
+    Two cases it cannot write as the pure path does fail here and go the pure way: an int
+    of more than 4,300 digits (``ValueError``) and a surrogate code point, which the UTF-8
+    encoding refuses (``UnicodeEncodeError``).
+    """
+    encode = _stdlib_encode
+    if encode is None or (type(value) is not str and not is_plain(value)):
+        return None
+    try:
+        return "".join(encode(value, 0)).encode("utf-8")
+    except (TypeError, ValueError):
+        return None
+
+
 # --- the self-check ---------------------------------------------------------------------------
 
 #: Every ASCII character, Latin-1, the separators JavaScript leaves raw, BMP and astral text.
@@ -168,16 +219,18 @@ def _expected_probe() -> bytes:
     return f'{{"a":{inner},"b":{array}}}'.encode()
 
 
-def _self_check() -> bool:
-    if _dumps is None:
+def _self_check(write: Callable[[object], bytes | None], ready: bool) -> bool:
+    if not ready:
         return False
     try:
-        return plain_json(_PROBE) == _expected_probe()
-    except Exception:  # a broken orjson install: stay on the pure path
+        return write(_PROBE) == _expected_probe()
+    except Exception:  # a broken install: stay on the pure path
         return False
 
 
 #: ``True`` when orjson is installed and writes the probe exactly as the pure path does.
-AVAILABLE: Final = _self_check()
+AVAILABLE: Final = _self_check(plain_json, _dumps is not None)
+#: ``True`` when the standard library's C encoder writes the probe as the pure path does.
+STDLIB_AVAILABLE: Final = _self_check(stdlib_json, _stdlib_encode is not None)
 
-__all__ = ["AVAILABLE", "MAX_DEPTH", "is_plain", "plain_json"]
+__all__ = ["AVAILABLE", "MAX_DEPTH", "STDLIB_AVAILABLE", "is_plain", "plain_json", "stdlib_json"]

@@ -95,7 +95,11 @@ _MEMO: Final = 5  # a container already written once (see _stringify)
 #: against the pure path in the same process. It is used only while :data:`MAX_DEPTH`
 #: admits everything orjson writes, so both paths refuse the same values.
 _fast_json: Callable[[object], bytes | None] | None = (
-    _fastjson.plain_json if _fastjson.AVAILABLE else None
+    _fastjson.plain_json
+    if _fastjson.AVAILABLE
+    else _fastjson.stdlib_json
+    if _fastjson.STDLIB_AVAILABLE
+    else None
 )
 
 
