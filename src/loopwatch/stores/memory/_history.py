@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import struct
 import sys
+from binascii import unhexlify
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from operator import attrgetter
 from typing import Final, overload
@@ -50,6 +51,9 @@ _KIND_BYTES: Final = (b"\x00", b"\x01", b"\x02")
 _DIGEST_KIND: Final = _KIND_BYTES[_DIGEST]
 _ERROR_PREFIX: Final = "error:"
 _NO_RESULT: Final = bytes(32) + _KIND_BYTES[_PENDING]
+#: Hex text to bytes: half the cost of ``bytes.fromhex`` (no whitespace skipping; a
+#: non-hex, odd-length or non-ASCII text raises ``binascii.Error``, a ``ValueError``).
+_unhex: Final = unhexlify
 _MIN_TS: Final = -(2**63)
 _MAX_TS: Final = 2**63 - 1
 
@@ -57,10 +61,10 @@ _MAX_TS: Final = 2**63 - 1
 def _digest(text: str) -> bytes | None:
     """The 32 bytes that 64 lower-case hex digits stand for; ``None`` for any other text."""
     try:
-        raw = bytes.fromhex(text)
+        raw = _unhex(text)
     except ValueError:
         return None
-    # fromhex also reads upper case, and skips whitespace: only a round trip is exact.
+    # unhexlify also reads upper case: only a round trip is exact.
     return raw if len(raw) == 32 and raw.hex() == text else None
 
 
@@ -76,7 +80,7 @@ def call_key(tool_name: str, args_hash: str) -> bytes | str:
     if len(args_hash) == colon + 65 and args_hash[colon] == ":" and args_hash.startswith(tool_name):
         text = args_hash[colon + 1 :]
         try:  # _digest(text), inlined: once per guarded call
-            raw = bytes.fromhex(text)
+            raw = _unhex(text)
         except ValueError:
             return args_hash
         if raw.hex() == text:  # (32 bytes: the length was checked)
@@ -159,7 +163,7 @@ class CompactRecord:
         result: bytes | str | None = None
         if type(result_hash) is str and len(result_hash) == 64:
             try:  # result_key(result_hash) of a plain digest, inlined: once per outcome
-                raw = bytes.fromhex(result_hash)
+                raw = _unhex(result_hash)
             except ValueError:
                 raw = b""
             if len(raw) == 32 and raw.hex() == result_hash:
