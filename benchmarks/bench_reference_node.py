@@ -11,8 +11,9 @@ its ``dist`` chunks, and drives them from ``reference_driver.mjs`` beside this f
 1. per call, the first ``--calls`` calls of ``../shared/corpus/traj/*.jsonl`` (sorted file
    names) in one session, ``{"enabled": true}``: node, ``loopwatch[fast]`` (orjson), the "pure"
    row of a plain install (orjson switched off: the standard library's C encoder where the
-   tree has it, else the pure-Python walk) and the adaptive profile, each a fresh session per pass, in
-   alternated rounds (33; 11 with ``--quick``); then the same on fresh copies of the values;
+   tree has it, else the pure-Python walk) and the adaptive profile, each a fresh session
+   per pass, in alternated rounds (33; 11 with ``--quick``); then the same on fresh copies
+   of the values;
 2. the adaptive profile against the reference profile (target <= 1.3x);
 3. the small (~100 B) healthy pair against the floor (orjson + SHA-256 of the same values;
    target <= 4x) and the large (~50 KB) pair on fresh values (target <= 1.25x), with
