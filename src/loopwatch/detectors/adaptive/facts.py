@@ -17,13 +17,13 @@ from loopwatch.core._undefined import UNDEFINED
 from loopwatch.core.fingerprint import digest, hash_tool_call, sha256_hex
 from loopwatch.core.outcomes import OutcomeHash, error_text, hash_tool_outcome
 from loopwatch.detectors.adaptive.failures import (
+    _failure_in,
     _result_text,
     asks_for_read,
     classify_error,
     error_code,
     is_dismissal,
     mask_volatile,
-    result_failure_text,
 )
 from loopwatch.detectors.adaptive.progress import (
     is_mutating_call,
@@ -212,7 +212,7 @@ def build_adaptive_record(
     if outcome.result_hash is None:
         return AdaptiveRecord(tool_name, args_hash, thinking=thinking, polling=polling)
     text = _result_text(result)
-    failure = error_text(error) if error is not UNDEFINED else result_failure_text(result)
+    failure = error_text(error) if error is not UNDEFINED else _failure_in(result, text)
     if failure is not None and is_dismissal(failure):
         return AdaptiveRecord(
             tool_name, args_hash, outcome.result_hash, thinking=thinking, dismissed=True
@@ -230,9 +230,14 @@ def build_adaptive_record(
             unchanged=unchanged,
             read_key=_short("path:", read) if read is not None else None,
         )
+    masked_failure = mask_volatile(failure)
+    # A failure the result reports in-band is usually the result's whole text: masking is a
+    # function of the text, so equal texts are masked once (the slowest step of a failure).
     masked = {
-        "error": mask_volatile(failure),
-        "result": None if text is None else mask_volatile(text),
+        "error": masked_failure,
+        "result": (
+            None if text is None else masked_failure if text == failure else mask_volatile(text)
+        ),
     }
     code = error_code(failure)
     path = target_path(params) if asks_for_read(failure) else None
