@@ -535,6 +535,12 @@ _UNCHANGED_TEXT: Final = lazy_compile(
 )
 #: How much of a result's text is searched for "no change" (it comes first).
 _UNCHANGED_SCAN_CHARS: Final = 300
+#: Text every match of :data:`_UNCHANGED_TEXT` holds, lower-cased: "chang" (no changes,
+#: unchanged, nothing to change) or "already". Their letters fold onto no character but
+#: their own upper case (checked on every Unicode character by
+#: ``tests/core/test_adaptive_prescreens.py``), so a text whose lower-cased head holds
+#: neither cannot match, and is told so without the case-insensitive search.
+_UNCHANGED_WORDS: Final = ("chang", "already")
 
 
 def reports_unchanged(result: object, text: str | None) -> bool:
@@ -550,4 +556,7 @@ def reports_unchanged(result: object, text: str | None) -> bool:
                 holder.get("changed") is False or holder.get("status") == "unchanged"
             ):
                 return True
-    return text is not None and _UNCHANGED_TEXT.search(text[:_UNCHANGED_SCAN_CHARS]) is not None
+    if text is None:
+        return False
+    head = text[:_UNCHANGED_SCAN_CHARS]
+    return _may_match(head.lower(), _UNCHANGED_WORDS) and _UNCHANGED_TEXT.search(head) is not None
