@@ -14,13 +14,17 @@ import sys
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from loopwatch.detectors.adaptive import progress
 from loopwatch.detectors.adaptive.failures import _VOLATILE, mask_volatile
 from loopwatch.detectors.adaptive.progress import (
     _UNCHANGED_SCAN_CHARS,
     _UNCHANGED_TEXT,
     _UNCHANGED_WORDS,
+    READ_ONLY_COMMANDS,
+    ReadOnlyMemo,
     _may_match,
     reports_unchanged,
+    shell_command_is_read_only,
 )
 
 #: Every Unicode character but the surrogates, in one string.
@@ -165,3 +169,86 @@ def test_reports_unchanged_equals_the_plain_search(prefix: str, phrase: str) -> 
     for text in (prefix, prefix + phrase, phrase + prefix, prefix[:40] + phrase.upper()):
         plain = _UNCHANGED_TEXT.search(text[:_UNCHANGED_SCAN_CHARS]) is not None
         assert reports_unchanged(text, text) is plain
+
+
+# --- ReadOnlyMemo: the shell read-only judgement, memoised --------------------------------
+
+_COMMAND_FRAGMENTS = (
+    "ls",
+    "cat a.txt",
+    "git status",
+    "git stash",
+    "git branch -a",
+    "sed -i s/a/b/ f",
+    "sed -n 1p f",
+    "rm x",
+    "kubectl get pods",
+    "sleep 2",
+    "timeout 5 ls",
+    "echo 'a > b'",
+    " > out",
+    " 2>&1",
+    " | tee f",
+    " | grep x",
+    " && ",
+    "; ",
+    "\n",
+    "$(",
+    ")",
+    "<<EOF\nrm -rf /\nEOF\n",
+    'bash -c "touch f"',
+    'python -c \'open("f", "w")\'',
+    '"',
+    "'",
+)
+
+
+class _Text(str):
+    """A ``str`` subclass: judged every time, never remembered."""
+
+
+@settings(max_examples=400)
+@given(
+    st.lists(
+        st.lists(st.sampled_from(_COMMAND_FRAGMENTS), max_size=6).map("".join),
+        min_size=1,
+        max_size=20,
+    ),
+    st.sampled_from([READ_ONLY_COMMANDS, READ_ONLY_COMMANDS | {"kubectl"}]),
+    st.integers(min_value=1, max_value=8),
+)
+def test_the_memo_answers_as_the_plain_judgement(
+    commands: list[str], read_only: frozenset[str], size: int
+) -> None:
+    memo = ReadOnlyMemo(read_only)
+    original = progress.READ_ONLY_MEMO_SIZE
+    progress.READ_ONLY_MEMO_SIZE = size  # type: ignore[misc]  # a tiny memo: clears often
+    try:
+        for command in commands + commands[::-1] + [_Text(c) for c in commands]:
+            assert memo(command) is shell_command_is_read_only(command, read_only)
+        assert len(memo._memo) <= size
+        assert all(type(key) is str for key in memo._memo)
+    finally:
+        progress.READ_ONLY_MEMO_SIZE = original  # type: ignore[misc]
+
+
+def test_the_memo_keeps_no_long_command() -> None:
+    memo = ReadOnlyMemo()
+    long = "ls " + "x" * 10_000
+    assert memo(long) is False
+    assert memo("ls") is True
+    assert list(memo._memo) == ["ls"]
+
+
+def test_the_adaptive_profile_judges_shell_commands_through_its_memo() -> None:
+    import loopwatch
+
+    guard = loopwatch.LoopGuard({"enabled": True}, profile="adaptive")
+    for index in range(3):
+        call_id = f"c{index}"
+        guard.before_call("exec", {"command": "ls -la"}, session_key="s", tool_call_id=call_id)
+        guard.after_call(
+            "exec", {"command": "ls -la"}, session_key="s", tool_call_id=call_id, result="x"
+        )
+    memo = guard.detector_profile._reads  # type: ignore[attr-defined]
+    assert memo._memo == {"ls -la": True}

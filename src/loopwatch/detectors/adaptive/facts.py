@@ -8,7 +8,7 @@ record as one short string (:func:`encode_facts`) and read back by
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Final
@@ -170,6 +170,7 @@ def build_adaptive_record(
     normalizers: Collection[str] = (),
     args_hash: str | None = None,
     outcome: OutcomeHash | None = None,
+    reads: Callable[[str], bool] | None = None,
 ) -> AdaptiveRecord:
     """Build the record of one call from its raw params, result and error.
 
@@ -188,6 +189,10 @@ def build_adaptive_record(
         normalizers: as for :func:`loopwatch.hash_tool_call`.
         args_hash: the call signature when the host already computed it (hashed once).
         outcome: the outcome hash when the host already computed it (hashed once).
+        reads: the read-only test of a shell command, when the caller keeps one that
+            answers as ``shell_command_is_read_only(command,
+            config.all_read_only_commands)`` does (the adaptive profile's
+            :class:`~loopwatch.detectors.adaptive.progress.ReadOnlyMemo`).
 
     Returns:
         The record.
@@ -208,7 +213,7 @@ def build_adaptive_record(
             normalizers=normalizers,
         )
     thinking = tool_name in config.all_thinking_tools
-    polling = is_poll_call(tool_name, params, config)
+    polling = is_poll_call(tool_name, params, config, reads=reads)
     if outcome.result_hash is None:
         return AdaptiveRecord(tool_name, args_hash, thinking=thinking, polling=polling)
     text = _result_text(result)
@@ -224,7 +229,7 @@ def build_adaptive_record(
             tool_name=tool_name,
             args_hash=args_hash,
             result_hash=outcome.result_hash,
-            mutating=not unchanged and is_mutating_call(tool_name, params, config),
+            mutating=not unchanged and is_mutating_call(tool_name, params, config, reads=reads),
             thinking=thinking,
             polling=polling,
             unchanged=unchanged,

@@ -8,7 +8,7 @@ so :mod:`loopwatch.detectors.adaptive.settings` can build on it.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Final
 
 from loopwatch.core.lazyre import LazyPattern, lazy_compile
@@ -319,7 +319,13 @@ def _action_of(params: object) -> str | None:
     return None
 
 
-def is_mutating_call(tool_name: str, params: object, config: AdaptiveConfig) -> bool:
+def is_mutating_call(
+    tool_name: str,
+    params: object,
+    config: AdaptiveConfig,
+    *,
+    reads: Callable[[str], bool] | None = None,
+) -> bool:
     """Whether a *successful* call of ``tool_name`` with ``params`` could change state.
 
     A tool of ``config.all_mutating_tools`` mutates unless its ``command``/``action`` is a
@@ -327,15 +333,25 @@ def is_mutating_call(tool_name: str, params: object, config: AdaptiveConfig) -> 
     read-only (:func:`shell_command_is_read_only`): configuration and VCS commands
     (``git config``, ``git remote set-url``, ``git add``), installs, builds and scripts all
     could have fixed what made the previous attempt fail.
+
+    Args:
+        tool_name: the normalised tool name.
+        params: the call's params.
+        config: the adaptive settings (tool sets, read-only command names).
+        reads: the read-only test of a command text, when the caller keeps one that
+            answers as ``shell_command_is_read_only(command,
+            config.all_read_only_commands)`` does (a :class:`ReadOnlyMemo`).
     """
     if tool_name in config.all_mutating_tools:
         action = _action_of(params)
         return action is None or action not in READ_ONLY_ACTIONS
     if tool_name in config.all_shell_tools:
         command = _command_text(params)
-        return command is not None and not shell_command_is_read_only(
-            command, config.all_read_only_commands
-        )
+        if command is None:
+            return False
+        if reads is not None:
+            return not reads(command)
+        return not shell_command_is_read_only(command, config.all_read_only_commands)
     return False
 
 
@@ -471,6 +487,42 @@ def shell_command_is_read_only(
     )
 
 
+#: How many command texts a :class:`ReadOnlyMemo` remembers (cleared when full): a loop
+#: repeats its command within a window of 30 calls, across a few hundred sessions.
+READ_ONLY_MEMO_SIZE: Final = 1024
+
+
+class ReadOnlyMemo:
+    """:func:`shell_command_is_read_only` for one set of read-only names, memoised by the
+    command text.
+
+    The judgement is a pure function of the text (and of the fixed names), and the slowest
+    part of recording a successful shell call (a dozen searches and a split of every simple
+    command); a stuck agent sends the same command again and again. Each adaptive profile
+    keeps one (one per guard): a plain ``str`` of at most 10,000 characters is remembered,
+    anything else is judged every time. A full memo is cleared, so it stays bounded.
+    """
+
+    __slots__ = ("_memo", "_read_only")
+
+    def __init__(self, read_only: frozenset[str] = READ_ONLY_COMMANDS) -> None:
+        self._read_only = read_only
+        self._memo: dict[str, bool] = {}
+
+    def __call__(self, command: str) -> bool:
+        """``shell_command_is_read_only(command, read_only)``."""
+        memo = self._memo
+        found = memo.get(command) if type(command) is str else None
+        if found is not None:
+            return found
+        found = shell_command_is_read_only(command, self._read_only)
+        if type(command) is str and len(command) <= _MAX_READ_ONLY_CHARS:
+            if len(memo) >= READ_ONLY_MEMO_SIZE:
+                memo.clear()
+            memo[command] = found
+        return found
+
+
 # --- polls, reads and writes that change nothing --------------------------------------------
 
 #: Tools whose calls wait or poll: a repeat with unchanged output is a poll, judged by the
@@ -485,19 +537,28 @@ DEFAULT_POLL_TOOLS: Final[frozenset[str]] = frozenset(
 _SLEEP_FIRST: Final = lazy_compile(r"\A\s*sleep\s+\d")
 
 
-def is_poll_call(tool_name: str, params: object, config: AdaptiveConfig) -> bool:
-    """A poll: a known poll (SPEC §4), a waiting tool, or a shell ``sleep N …`` that reads."""
+def is_poll_call(
+    tool_name: str,
+    params: object,
+    config: AdaptiveConfig,
+    *,
+    reads: Callable[[str], bool] | None = None,
+) -> bool:
+    """A poll: a known poll (SPEC §4), a waiting tool, or a shell ``sleep N …`` that reads.
+
+    ``reads``: as for :func:`is_mutating_call`.
+    """
     if tool_name in config.all_poll_tools:
         return True
     if tool_name == "process" and (type(params) is dict or isinstance(params, Mapping)):
         return params.get("action") in ("poll", "log")
     if tool_name in config.all_shell_tools:
         command = _command_text(params)
-        return (
-            command is not None
-            and _SLEEP_FIRST.match(command) is not None
-            and shell_command_is_read_only(command, config.all_read_only_commands)
-        )
+        if command is None or _SLEEP_FIRST.match(command) is None:
+            return False
+        if reads is not None:
+            return reads(command)
+        return shell_command_is_read_only(command, config.all_read_only_commands)
     return False
 
 
