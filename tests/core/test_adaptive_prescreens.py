@@ -17,14 +17,20 @@ from hypothesis import strategies as st
 from loopwatch.detectors.adaptive import progress
 from loopwatch.detectors.adaptive.failures import _VOLATILE, mask_volatile
 from loopwatch.detectors.adaptive.progress import (
+    _CODE_WRITE_WORDS,
+    _CODE_WRITES,
+    _INLINE_SHELL,
+    _INLINE_WORDS,
     _UNCHANGED_SCAN_CHARS,
     _UNCHANGED_TEXT,
     _UNCHANGED_WORDS,
     READ_ONLY_COMMANDS,
     ReadOnlyMemo,
+    _code_writes,
     _may_match,
     reports_unchanged,
     shell_command_is_read_only,
+    shell_command_mutates,
 )
 
 #: Every Unicode character but the surrogates, in one string.
@@ -252,3 +258,87 @@ def test_the_adaptive_profile_judges_shell_commands_through_its_memo() -> None:
         )
     memo = guard.detector_profile._reads  # type: ignore[attr-defined]
     assert memo._memo == {"ls -la": True}
+
+
+# --- the inline-code and ``sh -c`` screens of the write search ------------------------------
+
+_CODE_FRAGMENTS = (
+    "open(",
+    "open('a', 'w')",
+    'open("a", mode="a+")',
+    "open(p, 'rb')",
+    ".write(",
+    ".write_text(",
+    ".write_bytes(",
+    ".writelines(",
+    "sys.stdout.write(",
+    "shutil.copy(",
+    "shutil.copyfile(",
+    "shutil.move(",
+    "shutil.rmtree(",
+    "os.remove(",
+    "os.makedirs(",
+    "os.replace(",
+    ".unlink(",
+    ".mkdir(",
+    ".rename(",
+    ".touch(",
+    ".rmdir(",
+    "json.dump(",
+    "json.dumps(",
+    "fs.writeFileSync",
+    "fs.rmSync(",
+    "(",
+    ")",
+    ".",
+    ",",
+    "'",
+    "w",
+    "os",
+    "fs",
+    "open",
+    "shutil",
+    " ",
+    "\n",
+)
+
+
+@settings(max_examples=1000)
+@given(st.lists(st.sampled_from(_CODE_FRAGMENTS), max_size=10).map("".join))
+def test_code_without_a_code_write_word_matches_no_code_write(text: str) -> None:
+    if not _may_match(text, _CODE_WRITE_WORDS):
+        assert all(pattern.search(text) is None for pattern in _CODE_WRITES), text
+        assert not _code_writes(text)
+
+
+_INLINE_FRAGMENTS = (
+    "bash -c ",
+    "sh -c ",
+    "zsh -lc ",
+    "dash -ec ",
+    "sh",
+    "-",
+    "-c",
+    " ",
+    "\n",
+    "'",
+    '"',
+    "\\",
+    "rm x",
+    "echo hi > f",
+    "ls",
+)
+
+
+@settings(max_examples=1000)
+@given(st.lists(st.sampled_from(_INLINE_FRAGMENTS), max_size=10).map("".join))
+def test_shell_text_without_the_inline_words_has_no_inline_script(text: str) -> None:
+    if not all(map(text.__contains__, _INLINE_WORDS)):
+        assert _INLINE_SHELL.search(text) is None, text
+
+
+def test_the_inline_script_is_still_judged() -> None:
+    assert shell_command_mutates('bash -c "rm x"')
+    assert shell_command_mutates("sh -c 'echo hi > f'")
+    assert not shell_command_mutates("sh -c 'ls -la'")
+    assert shell_command_mutates("python - <<EOF\nimport pathlib\npathlib.Path('a').touch()\nEOF")
