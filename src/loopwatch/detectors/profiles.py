@@ -216,6 +216,8 @@ class AdaptiveProfile(DetectorProfile):
         self._send_tools = send_tools
         self._normalizers = normalizers
         self._thinking = self.config.all_thinking_tools
+        #: This guard's read-only judgements of shell commands, by command text.
+        self._reads = adaptive.progress.ReadOnlyMemo(self.config.all_read_only_commands)
         #: Decoded adaptive records by record content key (see :meth:`_decoded`).
         self._decoded_memo: dict[Hashable, Any] = {}
         #: The newest record :meth:`outcome_facts` built, with its facts: the history record
@@ -254,6 +256,7 @@ class AdaptiveProfile(DetectorProfile):
             normalizers=self._normalizers,
             args_hash=call.args_hash,
             outcome=outcome,
+            reads=self._reads,
         )
         facts: str = adaptive.encode_facts(record)
         self._built = (facts, record)

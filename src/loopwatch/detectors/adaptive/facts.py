@@ -8,7 +8,7 @@ record as one short string (:func:`encode_facts`) and read back by
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -16,13 +16,13 @@ from loopwatch.core._undefined import UNDEFINED
 from loopwatch.core.fingerprint import digest, hash_tool_call, sha256_hex
 from loopwatch.core.outcomes import OutcomeHash, error_text, hash_tool_outcome
 from loopwatch.detectors.adaptive.failures import (
+    _failure_in,
     _result_text,
     asks_for_read,
     classify_error,
     error_code,
     is_dismissal,
     mask_volatile,
-    result_failure_text,
 )
 from loopwatch.detectors.adaptive.progress import (
     is_mutating_call,
@@ -184,6 +184,7 @@ def build_adaptive_record(
     normalizers: Collection[str] = (),
     args_hash: str | None = None,
     outcome: OutcomeHash | None = None,
+    reads: Callable[[str], bool] | None = None,
 ) -> AdaptiveRecord:
     """Build the record of one call from its raw params, result and error.
 
@@ -202,6 +203,10 @@ def build_adaptive_record(
         normalizers: as for :func:`loopwatch.hash_tool_call`.
         args_hash: the call signature when the host already computed it (hashed once).
         outcome: the outcome hash when the host already computed it (hashed once).
+        reads: the read-only test of a shell command, when the caller keeps one that
+            answers as ``shell_command_is_read_only(command,
+            config.all_read_only_commands)`` does (the adaptive profile's
+            :class:`~loopwatch.detectors.adaptive.progress.ReadOnlyMemo`).
 
     Returns:
         The record.
@@ -222,11 +227,11 @@ def build_adaptive_record(
             normalizers=normalizers,
         )
     thinking = tool_name in config.all_thinking_tools
-    polling = is_poll_call(tool_name, params, config)
+    polling = is_poll_call(tool_name, params, config, reads=reads)
     if outcome.result_hash is None:
         return AdaptiveRecord(tool_name, args_hash, thinking=thinking, polling=polling)
     text = _result_text(result)
-    failure = error_text(error) if error is not UNDEFINED else result_failure_text(result)
+    failure = error_text(error) if error is not UNDEFINED else _failure_in(result, text)
     if failure is not None and is_dismissal(failure):
         return AdaptiveRecord(
             tool_name, args_hash, outcome.result_hash, thinking=thinking, dismissed=True
@@ -238,15 +243,20 @@ def build_adaptive_record(
             tool_name=tool_name,
             args_hash=args_hash,
             result_hash=outcome.result_hash,
-            mutating=not unchanged and is_mutating_call(tool_name, params, config),
+            mutating=not unchanged and is_mutating_call(tool_name, params, config, reads=reads),
             thinking=thinking,
             polling=polling,
             unchanged=unchanged,
             read_key=_short("path:", read) if read is not None else None,
         )
+    masked_failure = mask_volatile(failure)
+    # A failure the result reports in-band is usually the result's whole text: masking is a
+    # function of the text, so equal texts are masked once (the slowest step of a failure).
     masked = {
-        "error": mask_volatile(failure),
-        "result": None if text is None else mask_volatile(text),
+        "error": masked_failure,
+        "result": (
+            None if text is None else masked_failure if text == failure else mask_volatile(text)
+        ),
     }
     code = error_code(failure)
     path = target_path(params) if asks_for_read(failure) else None

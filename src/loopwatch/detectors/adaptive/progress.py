@@ -8,7 +8,7 @@ so :mod:`loopwatch.detectors.adaptive.settings` can build on it.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Final
 
 from loopwatch.core.lazyre import LazyPattern, lazy_compile
@@ -168,8 +168,22 @@ _SHELL_WRITE_WORDS: Final = (
     "poetry",
     "uv",
 )
-#: The same for :data:`_CODE_WRITES`: every pattern but the ``fs.`` one ends in ``(``.
-_CODE_WRITE_WORDS: Final = ("(", "fs.")
+#: The same for :data:`_CODE_WRITES`, one word a pattern (or one a name of its alternation):
+#: inline code that calls nothing of these cannot write. (``"("`` alone, every pattern's
+#: last character but the ``fs.`` one's, let most heredocs and ``python -c`` through.)
+_CODE_WRITE_WORDS: Final = (
+    "open(",
+    ".write",
+    "shutil.",
+    "os.",
+    ".unlink(",
+    ".mkdir(",
+    ".rename(",
+    ".touch(",
+    ".rmdir(",
+    "json.dump(",
+    "fs.",
+)
 
 
 def _may_match(text: str, words: tuple[str, ...]) -> bool:
@@ -186,6 +200,9 @@ _MAX_SCAN_CHARS: Final = 50_000
 _INLINE_SHELL: Final = lazy_compile(
     r"\b(?:ba|z|da)?sh\s+-[A-Za-z]*c\s+(['\"])((?:\\.|(?!\1).)*)\1", re.DOTALL
 )
+#: Text every match of :data:`_INLINE_SHELL` holds, all of it: a shell text without ``sh``
+#: or without ``-`` runs no ``sh -c`` (one corpus command in 500 has both).
+_INLINE_WORDS: Final = ("sh", "-")
 
 
 #: A quoted string of shell text: single quotes up to the next one, double quotes with
@@ -251,6 +268,8 @@ def _writes(command: str) -> tuple[bool, str]:
     ):
         return True, unquoted
     # ``bash -c "…"``: the quoted script is shell syntax too.
+    if not all(map(shell.__contains__, _INLINE_WORDS)):
+        return False, unquoted
     inline = any(
         shell_command_mutates(_unescape_inline(match.group(2)))
         for match in _INLINE_SHELL.finditer(shell)
@@ -319,7 +338,13 @@ def _action_of(params: object) -> str | None:
     return None
 
 
-def is_mutating_call(tool_name: str, params: object, config: AdaptiveConfig) -> bool:
+def is_mutating_call(
+    tool_name: str,
+    params: object,
+    config: AdaptiveConfig,
+    *,
+    reads: Callable[[str], bool] | None = None,
+) -> bool:
     """Whether a *successful* call of ``tool_name`` with ``params`` could change state.
 
     A tool of ``config.all_mutating_tools`` mutates unless its ``command``/``action`` is a
@@ -327,15 +352,25 @@ def is_mutating_call(tool_name: str, params: object, config: AdaptiveConfig) -> 
     read-only (:func:`shell_command_is_read_only`): configuration and VCS commands
     (``git config``, ``git remote set-url``, ``git add``), installs, builds and scripts all
     could have fixed what made the previous attempt fail.
+
+    Args:
+        tool_name: the normalised tool name.
+        params: the call's params.
+        config: the adaptive settings (tool sets, read-only command names).
+        reads: the read-only test of a command text, when the caller keeps one that
+            answers as ``shell_command_is_read_only(command,
+            config.all_read_only_commands)`` does (a :class:`ReadOnlyMemo`).
     """
     if tool_name in config.all_mutating_tools:
         action = _action_of(params)
         return action is None or action not in READ_ONLY_ACTIONS
     if tool_name in config.all_shell_tools:
         command = _command_text(params)
-        return command is not None and not shell_command_is_read_only(
-            command, config.all_read_only_commands
-        )
+        if command is None:
+            return False
+        if reads is not None:
+            return not reads(command)
+        return not shell_command_is_read_only(command, config.all_read_only_commands)
     return False
 
 
@@ -471,6 +506,42 @@ def shell_command_is_read_only(
     )
 
 
+#: How many command texts a :class:`ReadOnlyMemo` remembers (cleared when full): a loop
+#: repeats its command within a window of 30 calls, across a few hundred sessions.
+READ_ONLY_MEMO_SIZE: Final = 1024
+
+
+class ReadOnlyMemo:
+    """:func:`shell_command_is_read_only` for one set of read-only names, memoised by the
+    command text.
+
+    The judgement is a pure function of the text (and of the fixed names), and the slowest
+    part of recording a successful shell call (a dozen searches and a split of every simple
+    command); a stuck agent sends the same command again and again. Each adaptive profile
+    keeps one (one per guard): a plain ``str`` of at most 10,000 characters is remembered,
+    anything else is judged every time. A full memo is cleared, so it stays bounded.
+    """
+
+    __slots__ = ("_memo", "_read_only")
+
+    def __init__(self, read_only: frozenset[str] = READ_ONLY_COMMANDS) -> None:
+        self._read_only = read_only
+        self._memo: dict[str, bool] = {}
+
+    def __call__(self, command: str) -> bool:
+        """``shell_command_is_read_only(command, read_only)``."""
+        memo = self._memo
+        found = memo.get(command) if type(command) is str else None
+        if found is not None:
+            return found
+        found = shell_command_is_read_only(command, self._read_only)
+        if type(command) is str and len(command) <= _MAX_READ_ONLY_CHARS:
+            if len(memo) >= READ_ONLY_MEMO_SIZE:
+                memo.clear()
+            memo[command] = found
+        return found
+
+
 # --- polls, reads and writes that change nothing --------------------------------------------
 
 #: Tools whose calls wait or poll: a repeat with unchanged output is a poll, judged by the
@@ -485,19 +556,28 @@ DEFAULT_POLL_TOOLS: Final[frozenset[str]] = frozenset(
 _SLEEP_FIRST: Final = lazy_compile(r"\A\s*sleep\s+\d")
 
 
-def is_poll_call(tool_name: str, params: object, config: AdaptiveConfig) -> bool:
-    """A poll: a known poll (SPEC §4), a waiting tool, or a shell ``sleep N …`` that reads."""
+def is_poll_call(
+    tool_name: str,
+    params: object,
+    config: AdaptiveConfig,
+    *,
+    reads: Callable[[str], bool] | None = None,
+) -> bool:
+    """A poll: a known poll (SPEC §4), a waiting tool, or a shell ``sleep N …`` that reads.
+
+    ``reads``: as for :func:`is_mutating_call`.
+    """
     if tool_name in config.all_poll_tools:
         return True
     if tool_name == "process" and (type(params) is dict or isinstance(params, Mapping)):
         return params.get("action") in ("poll", "log")
     if tool_name in config.all_shell_tools:
         command = _command_text(params)
-        return (
-            command is not None
-            and _SLEEP_FIRST.match(command) is not None
-            and shell_command_is_read_only(command, config.all_read_only_commands)
-        )
+        if command is None or _SLEEP_FIRST.match(command) is None:
+            return False
+        if reads is not None:
+            return reads(command)
+        return shell_command_is_read_only(command, config.all_read_only_commands)
     return False
 
 
@@ -535,6 +615,12 @@ _UNCHANGED_TEXT: Final = lazy_compile(
 )
 #: How much of a result's text is searched for "no change" (it comes first).
 _UNCHANGED_SCAN_CHARS: Final = 300
+#: Text every match of :data:`_UNCHANGED_TEXT` holds, lower-cased: "chang" (no changes,
+#: unchanged, nothing to change) or "already". Their letters fold onto no character but
+#: their own upper case (checked on every Unicode character by
+#: ``tests/core/test_adaptive_prescreens.py``), so a text whose lower-cased head holds
+#: neither cannot match, and is told so without the case-insensitive search.
+_UNCHANGED_WORDS: Final = ("chang", "already")
 
 
 def reports_unchanged(result: object, text: str | None) -> bool:
@@ -550,4 +636,7 @@ def reports_unchanged(result: object, text: str | None) -> bool:
                 holder.get("changed") is False or holder.get("status") == "unchanged"
             ):
                 return True
-    return text is not None and _UNCHANGED_TEXT.search(text[:_UNCHANGED_SCAN_CHARS]) is not None
+    if text is None:
+        return False
+    head = text[:_UNCHANGED_SCAN_CHARS]
+    return _may_match(head.lower(), _UNCHANGED_WORDS) and _UNCHANGED_TEXT.search(head) is not None
