@@ -84,7 +84,7 @@ def test_result_keys_are_equal_exactly_when_hashes_are(a: str, b: str) -> None:
 
 @given(hash_strings())
 def test_a_filled_record_packs_the_result_key_of_its_hash(result_hash: str) -> None:
-    """``CompactRecord.filled`` writes the usual key inline: it must be ``result_key``'s."""
+    """``CompactRecord.filled`` packs a record in one step: its result key is ``result_key``'s."""
     args_hash = f"read:{DIGESTS[1]}"
     record = ToolCallRecord("read", args_hash, None, None, result_hash, None, 7, None)
     compact = _history.CompactRecord.filled(record, call_key("read", args_hash))

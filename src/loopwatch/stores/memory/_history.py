@@ -48,12 +48,8 @@ _PENDING: Final = 0
 _DIGEST: Final = 1
 _ERROR: Final = 2
 _KIND_BYTES: Final = (b"\x00", b"\x01", b"\x02")
-_DIGEST_KIND: Final = _KIND_BYTES[_DIGEST]
 _ERROR_PREFIX: Final = "error:"
 _NO_RESULT: Final = bytes(32) + _KIND_BYTES[_PENDING]
-#: Hex text to bytes: half the cost of ``bytes.fromhex`` (no whitespace skipping; a
-#: non-hex, odd-length or non-ASCII text raises ``binascii.Error``, a ``ValueError``).
-_unhex: Final = unhexlify
 _MIN_TS: Final = -(2**63)
 _MAX_TS: Final = 2**63 - 1
 
@@ -61,7 +57,9 @@ _MAX_TS: Final = 2**63 - 1
 def _digest(text: str) -> bytes | None:
     """The 32 bytes that 64 lower-case hex digits stand for; ``None`` for any other text."""
     try:
-        raw = _unhex(text)
+        # Half the cost of bytes.fromhex. Non-hex, odd-length or non-ASCII text raises
+        # binascii.Error, a ValueError.
+        raw = unhexlify(text)
     except ValueError:
         return None
     # unhexlify also reads upper case: only a round trip is exact.
@@ -80,7 +78,7 @@ def call_key(tool_name: str, args_hash: str) -> bytes | str:
     if len(args_hash) == colon + 65 and args_hash[colon] == ":" and args_hash.startswith(tool_name):
         text = args_hash[colon + 1 :]
         try:  # _digest(text), inlined: once per guarded call
-            raw = _unhex(text)
+            raw = unhexlify(text)
         except ValueError:
             return args_hash
         if raw.hex() == text:  # (32 bytes: the length was checked)
@@ -159,17 +157,7 @@ class CompactRecord:
     def filled(cls, record: ToolCallRecord, key: bytes | str) -> CompactRecord:
         """``CompactRecord(record, key)`` for a record with an outcome: the usual record,
         packed with fewer steps when its fields have the usual forms."""
-        result_hash = record.result_hash
-        result: bytes | str | None = None
-        if type(result_hash) is str and len(result_hash) == 64:
-            try:  # result_key(result_hash) of a plain digest, inlined: once per outcome
-                raw = _unhex(result_hash)
-            except ValueError:
-                raw = b""
-            if len(raw) == 32 and raw.hex() == result_hash:
-                result = raw + _DIGEST_KIND
-        if result is None and result_hash is not None:
-            result = result_key(result_hash)
+        result = result_key(record.result_hash) if record.result_hash is not None else None
         timestamp = record.timestamp
         if (
             type(key) is not bytes
