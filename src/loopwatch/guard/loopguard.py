@@ -252,7 +252,6 @@ class LoopGuard:
         self._guard_specs: dict[tuple[int, bool], GuardSpec] = {}
         #: The calls between their before_call and their after_call (see CallBook).
         self._calls = CallBook()
-        self._default_block: tuple[dict[str, Any] | None, ResolvedConfig] | None = None
         self._default_config: tuple[dict[str, Any] | None, ResolvedConfig, GuardSpec] | None = None
 
     def _detector_profile(
@@ -287,12 +286,8 @@ class LoopGuard:
 
     def block_for(self, agent_id: object = None) -> tuple[dict[str, Any] | None, ResolvedConfig]:
         """The merged block of a call and its resolved config (SPEC §5.1)."""
-        if agent_id is None:  # the usual call: its answer never changes (settings are frozen)
-            found = self._default_block
-            if found is None:
-                found = self._default_block = self.settings.block_for(None)
-            return found
-        return self.settings.block_for(agent_id)
+        block, resolved, _guard = self._config_for(agent_id)
+        return block, resolved
 
     def _config_for(
         self, agent_id: object
@@ -301,7 +296,7 @@ class LoopGuard:
         if agent_id is None:  # the usual call: its answer never changes (settings are frozen)
             found = self._default_config
             if found is None:
-                block, resolved = self.block_for(None)
+                block, resolved = self.settings.block_for(None)
                 found = self._default_config = (block, resolved, self._guard_spec(resolved))
             return found
         block, resolved = self.settings.block_for(agent_id)
