@@ -16,11 +16,11 @@ from loopwatch.core._undefined import UNDEFINED
 from loopwatch.core.fingerprint import digest, hash_tool_call, sha256_hex
 from loopwatch.core.outcomes import OutcomeHash, error_text, hash_tool_outcome
 from loopwatch.detectors.adaptive.failures import (
-    _failure_in,
     _result_text,
     asks_for_read,
     classify_error,
     error_code,
+    failure_text_in,
     is_dismissal,
     mask_volatile,
 )
@@ -231,7 +231,7 @@ def build_adaptive_record(
     if outcome.result_hash is None:
         return AdaptiveRecord(tool_name, args_hash, thinking=thinking, polling=polling)
     text = _result_text(result)
-    failure = error_text(error) if error is not UNDEFINED else _failure_in(result, text)
+    failure = error_text(error) if error is not UNDEFINED else failure_text_in(result, text)
     if failure is not None and is_dismissal(failure):
         return AdaptiveRecord(
             tool_name, args_hash, outcome.result_hash, thinking=thinking, dismissed=True

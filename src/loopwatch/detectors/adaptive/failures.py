@@ -60,10 +60,10 @@ def result_failure_text(result: object) -> str | None:
     Returns:
         The failure's text (possibly ``""``), or ``None`` when the result reports success.
     """
-    return _failure_in(result, _result_text(result))
+    return failure_text_in(result, _result_text(result))
 
 
-def _failure_in(result: object, text: str | None) -> str | None:
+def failure_text_in(result: object, text: str | None) -> str | None:
     """:func:`result_failure_text` of a result whose text (``_result_text(result)``) is
     known: :func:`~loopwatch.detectors.adaptive.facts.build_adaptive_record` needs both, and
     joining a result's text parts once is enough."""
