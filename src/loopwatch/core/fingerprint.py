@@ -765,12 +765,16 @@ def digest_details_and_text(details: object, text: str) -> str:
         TypeError: As :func:`digest`.
     """
     fast = _fast_json
-    ends = None
+    body = ends = head = None
     if fast is not None and MAX_DEPTH >= _fastjson.MAX_DEPTH and type(text) is str:
-        ends = _trimmed_ends(text)
-    head = None if ends is None or fast is None else fast(details)
-    body = None if head is None or fast is None else fast(text)
-    if ends is None or head is None or body is None:
+        # The text first: encoding it brings a fresh result's bulk into the cache, where
+        # the look at its two ends then finds it (the other order misses twice).
+        body = fast(text)
+        if body is not None:
+            ends = _trimmed_ends(text)
+            if ends is not None:
+                head = fast(details)
+    if head is None or ends is None or body is None:
         return digest({"details": details, "text": js_trim(text)})
     lead, tail = ends
     start = 1 + (_escaped_width(text[:lead]) if lead else 0)
