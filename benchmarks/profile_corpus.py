@@ -66,8 +66,8 @@ PARTS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
         ("_memo:remember", "_memo:take", "hash_of", "context_for"),
         (),
     ),
-    ("ToolCallRecord / OutcomeWrite / _BeforePlan built", ("<string>:__init__", "<lambda>"), ()),
-    ("conclude / Decision (_conclude)", ("_conclude",), ()),
+    ("ToolCallRecord / OutcomeWrite / BeforePlan built", ("<string>:__init__", "<lambda>"), ()),
+    ("conclude / Decision (conclude)", ("_verdicts:conclude",), ()),
     ("config lookup (block_for, _guard_spec)", ("block_for", "_guard_spec"), ()),
     (
         "ids (normalize_run_id, normalize_tool_call_id)",
@@ -431,18 +431,18 @@ def main() -> int:
         print(f"| {label} | {share * per_call:.2f} | {100 * share:.1f}% |")
     left = 1 - covered
     print(
-        f"| the rest: guard plumbing (own time of before_call, after_call, _plan_before, "
-        f"_plan_after, _decide, _follow_up, records built) | {left * per_call:.2f} | "
+        f"| the rest: guard plumbing (own time of before_call, after_call, plan_before, "
+        f"plan_after, _decide, follow_up, records built) | {left * per_call:.2f} | "
         f"{100 * left:.1f}% |"
     )
     plumbing = (
         "before_call",
         "after_call",
-        "_plan_before",
-        "_plan_after",
+        "plan_before",
+        "plan_after",
         "_decide",
         "_begin",
-        "_follow_up",
+        "follow_up",
         "detect",
         "_finish_after",
         "__init__",

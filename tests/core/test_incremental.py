@@ -40,8 +40,8 @@ from loopwatch.core.records import ToolCallRecord
 from loopwatch.detectors.compaction import GuardSnapshot, GuardVerdict
 from loopwatch.detectors.reference import RunHistory, ScannedRun, evaluate
 from loopwatch.stores.base import GuardSpec, OutcomeWrite, Store
-from loopwatch.stores.memory import _history
-from loopwatch.stores.memory._history import call_key, result_key
+from loopwatch.stores.memory import _compact, _history
+from loopwatch.stores.memory._compact import call_key, result_key
 from loopwatch.testing import ReferenceStore
 
 INDEX_SIZES = [0, 2, _history.INDEX_FROM]
@@ -87,7 +87,7 @@ def test_a_filled_record_packs_the_result_key_of_its_hash(result_hash: str) -> N
     """``CompactRecord.filled`` packs a record in one step: its result key is ``result_key``'s."""
     args_hash = f"read:{DIGESTS[1]}"
     record = ToolCallRecord("read", args_hash, None, None, result_hash, None, 7, None)
-    compact = _history.CompactRecord.filled(record, call_key("read", args_hash))
+    compact = _compact.CompactRecord.filled(record, call_key("read", args_hash))
     assert compact.result == result_key(result_hash)
     assert compact.public() == record
 
@@ -514,7 +514,7 @@ def test_guard_on_generated_calls_matches_the_plain_store(
 # --- the pieces -----------------------------------------------------------------------------
 
 S = "session"
-GUARD_HASH = "loopwatch.guard.loopguard.hash_tool_call"
+GUARD_HASH = "loopwatch.guard._planning.hash_tool_call"
 
 
 def test_begin_call_returns_the_run_as_it_was_until_the_next_operation() -> None:
@@ -554,13 +554,13 @@ def test_the_index_keeps_a_lone_record_bare_and_a_repeated_call_in_a_list() -> N
         (run,) = history.runs.values()
         assert run.calls is not None
         by_key = run.calls["read"]
-        assert isinstance(by_key[call_key("read", b)], _history.CompactRecord)
+        assert isinstance(by_key[call_key("read", b)], _compact.CompactRecord)
         assert [r.call_id for r in by_key[call_key("read", a)]] == ["0", "2"]
         assert [r.call_id for r in run.same_call("read", call_key("read", b))] == ["1"]
         record = ToolCallRecord("read", b, "3", None, None, None, 3)
         store.begin_call(S, None, record, 3, 1.0)  # trims the first call of a
         store.history(S, 1.0)
-        assert isinstance(by_key[call_key("read", a)], _history.CompactRecord)
+        assert isinstance(by_key[call_key("read", a)], _compact.CompactRecord)
         assert [r.call_id for r in run.same_call("read", call_key("read", a))] == ["2"]
         assert [r.call_id for r in run.same_call("read", call_key("read", b))] == ["1", "3"]
 

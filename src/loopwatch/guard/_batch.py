@@ -17,14 +17,15 @@ from loopwatch.core.records import ToolCallRecord
 from loopwatch.detectors.reference import LoopVerdict, RunHistory
 from loopwatch.errors import StoreError
 from loopwatch.guard._ops import BeginCall, Steps, adrive, drive
+from loopwatch.guard._planning import BeforePlan, plan_before
+from loopwatch.guard._verdicts import blocked, conclude, warn_step
 
 if TYPE_CHECKING:
-    from loopwatch.guard.loopguard import BatchCall, Decision, LoopGuard, _BeforePlan
+    from loopwatch.guard.decision import Decision
+    from loopwatch.guard.loopguard import BatchCall, LoopGuard
 
 
-def batch_steps(
-    guard: LoopGuard, plans: list[_BeforePlan]
-) -> Steps[list[tuple[LoopVerdict, bool]]]:
+def batch_steps(guard: LoopGuard, plans: list[BeforePlan]) -> Steps[list[tuple[LoopVerdict, bool]]]:
     """Decide a batch against the history as it would be after its calls.
 
     Each call is judged against the run's records plus the batch's earlier calls,
@@ -58,14 +59,14 @@ def batch_steps(
         )
         emitted = False
         if verdict.stuck and verdict.level != "critical":
-            emitted = yield guard._warn_step(plan, verdict)
+            emitted = yield warn_step(guard, plan, verdict)
         results.append((verdict, emitted))
     return results
 
 
 def conclude_batch(
     guard: LoopGuard,
-    plans: list[_BeforePlan],
+    plans: list[BeforePlan],
     found: list[tuple[LoopVerdict, bool]],
     ids: list[object],
     agent_id: object,
@@ -73,25 +74,25 @@ def conclude_batch(
     critical = next((v for v, _ in found if v.level == "critical"), None)
     if critical is None or not guard.enforce:
         return [
-            guard._start(plan, call_id, agent_id, guard._conclude(plan, verdict, emitted))
+            guard._start(plan, call_id, agent_id, conclude(guard, plan, verdict, emitted))
             for call_id, plan, (verdict, emitted) in zip(ids, plans, found, strict=True)
         ]
     sibling = replace(critical, message=messages.BATCH_SIBLING_BLOCKED)
     decisions = []
     for index, plan in enumerate(plans):
         if index == len(found) - 1:  # the call whose verdict is the critical one
-            decision = guard._conclude(plan, critical, True)
+            decision = conclude(guard, plan, critical, True)
         else:
-            decision = guard._blocked(plan, sibling, messages.BATCH_SIBLING_BLOCKED)
+            decision = blocked(guard, plan, sibling, messages.BATCH_SIBLING_BLOCKED)
         decisions.append(guard._start(plan, ids[index], agent_id, decision))
     return decisions
 
 
 def batch_plans(
     guard: LoopGuard, calls: Sequence[BatchCall], key: str, run_id: object, agent_id: object
-) -> list[_BeforePlan]:
+) -> list[BeforePlan]:
     return [
-        guard._plan_before(guard._tool_name(tool), params, key, run_id, call_id, agent_id)
+        plan_before(guard, guard._tool_name(tool), params, key, run_id, call_id, agent_id)
         for tool, params, call_id in calls
     ]
 
@@ -178,7 +179,7 @@ async def abefore_batch(
         return [decision] * len(calls)
 
 
-def projected_record(records: Sequence[Any], plan: _BeforePlan) -> ToolCallRecord:
+def projected_record(records: Sequence[Any], plan: BeforePlan) -> ToolCallRecord:
     """A batch call as the history would hold it: its outcome is the latest known outcome
     of the same call signature (``None`` when there is none yet)."""
     call = plan.call

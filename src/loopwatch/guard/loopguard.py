@@ -6,9 +6,12 @@ applies the warning buckets, blocks criticals, feeds the post-compaction guards 
 events. It never raises into the agent, except the deliberate post-compaction abort.
 
 The class holds the public methods and their async twins. What they are made of lives
-beside it: the typed store operations and their drivers (``_ops``), the failure policy
-(``_policy``), the measured hot-path helpers (``_memo``) and, one layer down, the detector
-profiles (:mod:`loopwatch.detectors.profiles`).
+beside it: what a call derives before it touches the store (``_planning``), the path
+from a verdict to a :class:`~loopwatch.guard.decision.Decision` (``_verdicts``), the typed
+store operations and their drivers (``_ops``), the failure policy (``_policy``), the
+measured hot-path helpers (``_memo``), batches (``_batch``), strikes and compaction
+retries (``_lifecycle``), the read-only accessors (``_accessors``) and, one layer down,
+the detector profiles (:mod:`loopwatch.detectors.profiles`).
 """
 
 from __future__ import annotations
@@ -17,8 +20,8 @@ import inspect
 import logging
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Final, Literal
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Final
 
 from loopwatch import messages
 from loopwatch._event_base import LoopEvent  # the events themselves: where they are built
@@ -28,10 +31,8 @@ from loopwatch.config import (
     ResolvedConfig,
 )
 from loopwatch.core._undefined import UNDEFINED
-from loopwatch.core.fingerprint import hash_tool_call
-from loopwatch.core.naming import normalize_run_id, normalize_tool_call_id, normalize_tool_name
+from loopwatch.core.naming import normalize_tool_name
 from loopwatch.core.normalizers import validate_normalizers
-from loopwatch.core.outcomes import hash_tool_outcome
 from loopwatch.core.records import ToolCallRecord
 from loopwatch.detectors.compaction import GuardSnapshot, GuardVerdict, log_abort
 from loopwatch.detectors.profiles import (
@@ -40,23 +41,15 @@ from loopwatch.detectors.profiles import (
     Detector,
     DetectorProfile,
     FirstWarning,
-    UpcomingCall,
     WithDetectors,
 )
-from loopwatch.detectors.reference import NOT_STUCK, LoopVerdict, is_known_poll
+from loopwatch.detectors.reference import NOT_STUCK, LoopVerdict
 from loopwatch.errors import PostCompactionLoopPersistedError, StoreError
 from loopwatch.guard import _accessors, _batch, _lifecycle
 from loopwatch.guard._keys import WHITESPACE, plain_session_key, safe_tool_name
 from loopwatch.guard._memo import ArgsMemo, CallBook, ToolNames
-from loopwatch.guard._ops import (
-    BeginCall,
-    CancelCall,
-    RecordOutcome,
-    Steps,
-    UpdateBucket,
-    adrive,
-    adrive_one,
-)
+from loopwatch.guard._ops import BeginCall, CancelCall, Steps, adrive, adrive_one
+from loopwatch.guard._planning import BeforePlan, plan_after, plan_before
 from loopwatch.guard._policy import (
     OnceLog,
     StoreErrorRate,
@@ -64,76 +57,24 @@ from loopwatch.guard._policy import (
     error_text,
     strict_from_env,
 )
+from loopwatch.guard._verdicts import conclude, follow_up
+from loopwatch.guard.decision import Decision, blocked_result
 from loopwatch.settings import GuardSettings
-from loopwatch.stores.base import GuardSpec, OutcomeWrite, Store
+from loopwatch.stores.base import GuardSpec, Store
 from loopwatch.stores.memory.store import MemoryStore
 
 if TYPE_CHECKING:
     from loopwatch.detectors.adaptive import AdaptiveConfig
 
 tools_logger = logging.getLogger("loopwatch.tools")
-diagnostics_logger = logging.getLogger("loopwatch.diagnostics")
 events_logger = logging.getLogger("loopwatch")
 store_logger = logging.getLogger("loopwatch.store")
 
-Action = Literal["allow", "warn", "block"]
 Listener = Callable[[LoopEvent], object]
 #: One call of a batch: (tool name, params, tool call id).
 BatchCall = tuple[object, object, object]
 
-_MAX_CACHED_AGENTS: Final = 1024
 STORE_UNAVAILABLE: Final = "store_unavailable"
-
-
-@dataclass(frozen=True, slots=True)
-class Decision:
-    """What the host does with the upcoming call.
-
-    ``tool_result`` is not ``None`` exactly when the host must not run the tool: it is the
-    blocked result to give the model (and to pass to ``after_call``).
-    """
-
-    action: Action
-    verdict: LoopVerdict
-    emitted: bool
-    tool_result: dict[str, Any] | None
-    enforced: bool
-
-
-def blocked_result(message: str) -> dict[str, Any]:
-    """The tool result of a loop block; a new dict every time (hosts may mutate it)."""
-    return {
-        "content": [{"type": "text", "text": message}],
-        "details": {
-            "status": "blocked",
-            "deniedReason": messages.DENIED_REASON_TOOL_LOOP,
-            "reason": message,
-        },
-    }
-
-
-#: ``tuple.__new__``: what a named tuple's generated ``__new__`` calls.
-_new_tuple: Final = tuple.__new__
-
-
-@dataclass(slots=True)
-class _BeforePlan:
-    """Everything ``before_call`` derives from its inputs before touching the store.
-
-    Internal and never shared, so not frozen: a frozen dataclass costs a microsecond more
-    to build, on every call.
-    """
-
-    call: UpcomingCall
-    session_key: str
-    run_id_raw: object
-    call_id: str | None
-    params: object
-    resolved: ResolvedConfig
-    pending: ToolCallRecord | None
-    now: float
-    #: The post-compaction guard spec of ``resolved``, for this call's ``after_call``.
-    guard: GuardSpec
 
 
 class LoopGuard:
@@ -380,164 +321,19 @@ class LoopGuard:
 
     # --- before_call -----------------------------------------------------------------
 
-    def _plan_before(
-        self,
-        tool: str,
-        params: object,
-        session_key: str,
-        run_id: object,
-        tool_call_id: object,
-        agent_id: object,
-    ) -> _BeforePlan:
-        block, resolved, guard = self._config_for(agent_id)
-        try:  # the host's values: reading or hashing them may fail (SPEC §8.5)
-            # None (the usual ids) normalises to itself: the calls are skipped for it.
-            run = None if run_id is None else normalize_run_id(run_id)
-            call_id = (
-                tool_call_id
-                if tool_call_id is None or type(tool_call_id) is str
-                else normalize_tool_call_id(tool_call_id)
-            )
-            args_hash = hash_tool_call(tool, params, normalizers=self.normalizers)
-            # Only two tool names can be polls (is_known_poll): the call is skipped for others.
-            known_poll = (tool == "process" or tool == "command_status") and is_known_poll(
-                tool, params
-            )
-        except Exception as exc:
-            raise UnhashableValueError(error_text(exc)) from exc
-        now = float(self._clock())
-        call = UpcomingCall(tool, args_hash, run, known_poll)
-        pending = None
-        if block is None or block.get("enabled") is not False:
-            # Positional: the fields in order, a quarter cheaper than keywords.
-            pending = ToolCallRecord(
-                tool,
-                args_hash,
-                call_id,
-                run,
-                None,
-                None,
-                int(now * 1000),
-                None if self._no_call_facts else self.detector_profile.call_facts(call),
-            )
-        return _BeforePlan(
-            call,
-            session_key,
-            run_id,
-            call_id,
-            params,
-            resolved,
-            pending,
-            now,
-            guard,
-        )
-
-    def _bucket_key(self, plan: _BeforePlan, verdict: LoopVerdict) -> str:
-        base = verdict.warning_key or f"{verdict.detector}:{plan.call.tool_name}"
-        raw = plan.run_id_raw
-        return f"{raw}:{base}" if isinstance(raw, str) and raw else base
-
-    def _announce(self, plan: _BeforePlan, verdict: LoopVerdict, action: str) -> None:
-        """The diagnostic line and the ``tool.loop`` event of a block or emitted warning."""
-        from loopwatch.events import ToolLoopEvent
-
-        level = verdict.level or "warning"
-        paired = (
-            messages.LOG_DIAGNOSTIC_PAIRED.format(paired_tool=verdict.paired_tool_name)
-            if verdict.paired_tool_name is not None
-            else ""
-        )
-        tool = plan.call.tool_name
-        diagnostics_logger.debug(
-            messages.LOG_DIAGNOSTIC.format(
-                session_key=plan.session_key,
-                tool=tool,
-                level=level,
-                action=action,
-                detector=verdict.detector,
-                count=verdict.count,
-                paired=paired,
-                message=verdict.message,
-            )
-        )
-        self._emit(
-            ToolLoopEvent(
-                session_key=plan.session_key,
-                tool_name=tool,
-                level=level,
-                action=action,
-                detector=verdict.detector,
-                count=verdict.count,
-                message=verdict.message,
-                paired_tool_name=verdict.paired_tool_name,
-                indices=verdict.indices,
-                explanation=verdict.explanation,
-            )
-        )
-
-    def _blocked(self, plan: _BeforePlan, verdict: LoopVerdict, message: str) -> Decision:
-        from loopwatch.events import ToolExecutionBlockedEvent, params_summary
-
-        raw_run = plan.run_id_raw
-        self._emit(
-            ToolExecutionBlockedEvent(
-                session_key=plan.session_key,
-                tool_name=plan.call.tool_name,
-                params_summary=params_summary(plan.params),
-                reason=message,
-                run_id=raw_run if isinstance(raw_run, str) and raw_run else None,
-                tool_call_id=plan.call_id or None,
-            )
-        )
-        return Decision("block", verdict, True, blocked_result(message), True)
-
-    def _conclude(self, plan: _BeforePlan, verdict: LoopVerdict, emitted: bool) -> Decision:
-        tool = plan.call.tool_name
-        if verdict.level == "critical":
-            message = verdict.message or ""
-            tools_logger.error(messages.LOG_BLOCKING.format(tool=tool, message=message))
-            self._announce(plan, verdict, "block")
-            if not self.enforce:
-                return Decision("block", verdict, True, None, False)
-            return self._blocked(plan, verdict, message)
-        if verdict.stuck:
-            if emitted:
-                tools_logger.warning(
-                    messages.LOG_LOOP_WARNING.format(tool=tool, message=verdict.message)
-                )
-                self._announce(plan, verdict, "warn")
-            return Decision("warn", verdict, emitted, None, self.enforce)
-        return self._allow
-
-    def _warn_step(self, plan: _BeforePlan, verdict: LoopVerdict) -> UpdateBucket:
-        bucket = self.detector_profile.warning_bucket(verdict, self.first_warning)
-        return UpdateBucket(plan.session_key, self._bucket_key(plan, verdict), bucket, plan.now)
-
-    def _follow_up(
-        self, plan: _BeforePlan, verdict: LoopVerdict
-    ) -> CancelCall | UpdateBucket | None:
-        """The store write a verdict needs after detection, if any (both drivers use it)."""
-        if verdict.level == "critical":
-            if self.enforce and plan.pending is not None:
-                # Blocked calls are not recorded (the reference's sticky block).
-                return CancelCall(plan.session_key, plan.pending, plan.now)
-            return None
-        if verdict.stuck:
-            return self._warn_step(plan, verdict)
-        return None
-
-    def _begin(self, plan: _BeforePlan) -> BeginCall:
+    def _begin(self, plan: BeforePlan) -> BeginCall:
         return BeginCall(
             plan.session_key, plan.call.run_id, plan.pending, plan.resolved.history_size, plan.now
         )
 
-    def _decide(self, plan: _BeforePlan) -> tuple[LoopVerdict, bool]:
+    def _decide(self, plan: BeforePlan) -> tuple[LoopVerdict, bool]:
         """Detection between the store reads and writes it needs (one atomic step).
 
         The sync path: the store's methods called directly under its session lock. It is
         :meth:`_before_steps` performed by :func:`~loopwatch.guard._ops.drive`, without the
         generator: ``BeginCall.run`` inlined (the operation :meth:`_begin` builds), then the
-        same :meth:`_follow_up`, which a healthy call (:data:`NOT_STUCK`) does not need.
+        same :func:`~loopwatch.guard._verdicts.follow_up`, which a healthy call
+        (:data:`NOT_STUCK`) does not need.
         """
         store = self._store
         call = plan.call
@@ -548,7 +344,7 @@ class LoopGuard:
             verdict = self.detector_profile.detect(scoped, call, plan.resolved)
             if verdict is NOT_STUCK:
                 return verdict, False
-            follow = self._follow_up(plan, verdict)
+            follow = follow_up(self, plan, verdict)
             if follow is None:
                 return verdict, False
             if isinstance(follow, CancelCall):
@@ -556,18 +352,18 @@ class LoopGuard:
                 return verdict, False
             return verdict, follow.run(store)
 
-    def _before_steps(self, plan: _BeforePlan) -> Steps[tuple[LoopVerdict, bool]]:
+    def _before_steps(self, plan: BeforePlan) -> Steps[tuple[LoopVerdict, bool]]:
         """:meth:`_decide` for stores with real asynchronous I/O (driven by ``adrive``)."""
         scoped = yield self._begin(plan)
         verdict = self.detector_profile.detect(scoped, plan.call, plan.resolved)
-        follow = self._follow_up(plan, verdict)
+        follow = follow_up(self, plan, verdict)
         if follow is None:
             return verdict, False
         reply = yield follow
         return verdict, False if isinstance(follow, CancelCall) else reply
 
     def _start(
-        self, plan: _BeforePlan, tool_call_id: object, agent_id: object, decision: Decision
+        self, plan: BeforePlan, tool_call_id: object, agent_id: object, decision: Decision
     ) -> Decision:
         """Put the decided call in flight, with its call context for its ``after_call``
         (see :meth:`ArgsMemo.context_for`)."""
@@ -610,9 +406,9 @@ class LoopGuard:
             seen = self._calls.seen(key, tool_call_id)  # a call in flight counts once
             if isinstance(seen, Decision):
                 return seen
-            plan = self._plan_before(tool, params, key, run_id, tool_call_id, agent_id)
+            plan = plan_before(self, tool, params, key, run_id, tool_call_id, agent_id)
             verdict, emitted = self._decide(plan)
-            return self._start(plan, tool_call_id, agent_id, self._conclude(plan, verdict, emitted))
+            return self._start(plan, tool_call_id, agent_id, conclude(self, plan, verdict, emitted))
         except StoreError as exc:
             return self._before_store_failed(key, tool, exc)
         except Exception as exc:
@@ -646,9 +442,9 @@ class LoopGuard:
             seen = self._calls.seen(key, tool_call_id)  # a call in flight counts once
             if isinstance(seen, Decision):
                 return seen
-            plan = self._plan_before(tool, params, key, run_id, tool_call_id, agent_id)
+            plan = plan_before(self, tool, params, key, run_id, tool_call_id, agent_id)
             verdict, emitted = await adrive(self._store, key, self._before_steps(plan))
-            return self._start(plan, tool_call_id, agent_id, self._conclude(plan, verdict, emitted))
+            return self._start(plan, tool_call_id, agent_id, conclude(self, plan, verdict, emitted))
         except StoreError as exc:
             return self._before_store_failed(key, tool, exc)
         except Exception as exc:
@@ -693,75 +489,6 @@ class LoopGuard:
         )
 
     # --- after_call ------------------------------------------------------------------
-
-    def _plan_after(
-        self,
-        tool: str,
-        params: object,
-        session_key: str,
-        run_id: object,
-        tool_call_id: object,
-        result: object,
-        error: object,
-        agent_id: object,
-        memo: ArgsMemo | None,
-    ) -> RecordOutcome | None:
-        """Hash the outcome outside any lock; ``None`` when there is nothing to record.
-
-        When the call is provably the one ``before_call`` planned (the same params, run id
-        and agent id objects, see :meth:`ArgsMemo.context_for`), its plan supplies what
-        would otherwise be derived again: the args hash, the config, the ids, the guard
-        spec. Otherwise every input is read afresh.
-        """
-        context = None if memo is None else memo.context_for(tool, params, run_id, agent_id)
-        if context is None:
-            _block, resolved, guard = self._config_for(agent_id)
-        try:
-            outcome = hash_tool_outcome(
-                tool,
-                params,
-                result=result,
-                error=error,
-                send_tools=self.send_tools,
-                normalizers=self.normalizers,
-            )
-            if outcome.result_hash is None:
-                return None  # no result, or the loop veto: nothing changes
-            if context is None:
-                args_hash = memo.hash_of(tool, params) if memo is not None else None
-                if args_hash is None:
-                    args_hash = hash_tool_call(tool, params, normalizers=self.normalizers)
-                call = UpcomingCall(
-                    tool, args_hash, normalize_run_id(run_id), is_known_poll(tool, params)
-                )
-                call_id = normalize_tool_call_id(tool_call_id)
-        except Exception as exc:
-            raise UnhashableValueError(error_text(exc)) from exc
-        if context is not None:
-            plan = context
-            assert isinstance(plan, _BeforePlan)
-            call, call_id, resolved, guard = plan.call, plan.call_id, plan.resolved, plan.guard
-        facts = (
-            None
-            if self._no_outcome_facts
-            else self.detector_profile.outcome_facts(call, params, outcome, result, error)
-        )
-        now = float(self._clock())
-        # Both named tuples built as their generated __new__ builds them, without its frame.
-        write = _new_tuple(
-            OutcomeWrite,
-            (
-                tool,
-                call.args_hash,
-                call_id,
-                call.run_id,
-                outcome,
-                resolved.history_size,
-                int(now * 1000),
-                facts,
-            ),
-        )
-        return _new_tuple(RecordOutcome, (session_key, write, guard, now))
 
     def _finish_after(
         self,
@@ -826,8 +553,8 @@ class LoopGuard:
             done, memo = self._calls.finish(key, tool_call_id)
             if done:
                 return None
-            op = self._plan_after(
-                tool, params, key, run_id, tool_call_id, result, error, agent_id, memo
+            op = plan_after(
+                self, tool, params, key, run_id, tool_call_id, result, error, agent_id, memo
             )
             if op is None:
                 written = None
@@ -876,8 +603,8 @@ class LoopGuard:
             done, memo = self._calls.finish(key, tool_call_id)
             if done:
                 return None
-            op = self._plan_after(
-                tool, params, key, run_id, tool_call_id, result, error, agent_id, memo
+            op = plan_after(
+                self, tool, params, key, run_id, tool_call_id, result, error, agent_id, memo
             )
             written = None if op is None else await adrive_one(self._store, key, op)
         except StoreError as exc:

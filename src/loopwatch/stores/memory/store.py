@@ -24,7 +24,8 @@ from loopwatch.detectors.compaction import (
     PostCompactionGuard,
 )
 from loopwatch.stores.base import MAX_RUN_GUARDS, GuardSpec, OutcomeWrite, Store
-from loopwatch.stores.memory._history import NO_RECORDS, RunView, SessionHistory, call_key
+from loopwatch.stores.memory._compact import call_key
+from loopwatch.stores.memory._history import NO_RECORDS, RunView, SessionHistory
 
 #: A session keeps at most this many warning keys; the oldest is forgotten first.
 MAX_WARNING_KEYS: Final = 256
