@@ -729,16 +729,31 @@ def figure_growth(runs: Sequence[tuple[str, list[Call]]], rounds: int, batch_s: 
 # --- figure 3: many sessions --------------------------------------------------------------------
 
 
-def _traced(build: Callable[[], LoopGuard]) -> tuple[int, LoopGuard]:
-    """The guard ``build`` returns, and the bytes still allocated for it (tracemalloc)."""
+def _traced(build: Callable[[], LoopGuard]) -> tuple[int, int, LoopGuard]:
+    """The guard ``build`` returns, the bytes still allocated for its sessions, and the
+    bytes of its call book (tracemalloc).
+
+    The call book (``LoopGuard._calls``, since step 4) remembers the latest 4,096 finished
+    tool-call ids of the guard, whatever the number of sessions: a fixed cost per guard,
+    not per record or session. Left in, it was divided among the records of the figure
+    (about 36 B a record in ``--quick``, 3 B in the full run). So it is measured apart:
+    what replacing it by an empty one frees.
+    """
     gc.collect()
     tracemalloc.start()
     before = tracemalloc.get_traced_memory()[0]
     guard = build()
     gc.collect()
     after = tracemalloc.get_traced_memory()[0]
+    book_bytes = 0
+    book = getattr(guard, "_calls", None)
+    if book is not None:
+        guard._calls = type(book)()  # type: ignore[attr-defined]
+        del book
+        gc.collect()
+        book_bytes = after - tracemalloc.get_traced_memory()[0]
     tracemalloc.stop()
-    return after - before, guard
+    return after - before - book_bytes, book_bytes, guard
 
 
 def _filled(
@@ -775,13 +790,15 @@ def figure_sessions(
     mem_rows = []
     long_history, long_sessions = 3_000, max(4, full_sessions // 100)
     for code in [m for m in MODES if m != "pure"] or ["pure"]:
-        one_bytes, big_guards[code] = _traced(lambda c=code: _filled(calls, sessions, 1, c))
-        full_bytes, _ = _traced(lambda c=code: _filled(calls, full_sessions, history, c))
+        one_bytes, book_bytes, big_guards[code] = _traced(
+            lambda c=code: _filled(calls, sessions, 1, c)
+        )
+        full_bytes, _, _ = _traced(lambda c=code: _filled(calls, full_sessions, history, c))
         per_one = one_bytes / sessions  # a session holding one record
         per_full = full_bytes / full_sessions  # a session holding a full history
         per_record = (per_full - per_one) / (history - 1)
         idle = per_one - per_record
-        long_bytes, _ = _traced(
+        long_bytes, _, _ = _traced(
             lambda c=code: _filled(calls, long_sessions, long_history, c, long_history)
         )
         per_long = (long_bytes / long_sessions - per_one) / (long_history - 1)
@@ -794,6 +811,7 @@ def figure_sessions(
                 mark_bytes(idle, 2048),
                 f"{per_full:.0f}",
                 f"{per_long:.0f}",
+                f"{book_bytes / 1024:.0f}",
             ]
         )
 
@@ -815,8 +833,11 @@ def figure_sessions(
         f"tracemalloc: {sessions:,} sessions with one call each, and {full_sessions:,} "
         f"sessions with a full history ({history} records; real corpus calls with call ids). "
         "Per record = (full session - one-call session) / 29; idle session = one-call session "
-        f"- one record. Last column: per record with historySize {long_history:,} "
-        f"({long_sessions} sessions of {long_history:,} calls)."
+        f"- one record. `B / record @{long_history:,}`: per record with historySize "
+        f"{long_history:,} "
+        f"({long_sessions} sessions of {long_history:,} calls). The guard's call book (the "
+        "latest 4,096 finished tool-call ids, a fixed cost per guard) is measured apart "
+        "and left out of the other columns."
     )
     out += [
         "",
@@ -829,6 +850,7 @@ def figure_sessions(
                 "target",
                 "B / full session",
                 f"B / record @{long_history:,}",
+                "call book KiB (per guard)",
             ],
             mem_rows,
         ),
