@@ -1,0 +1,95 @@
+"""The hosts' real payload shapes, as their sources write them (see ``tests/data/hooks``).
+
+Each test here pins a shape the hand-built per-agent fixtures did not cover: what a host
+really sends in a field loopwatch reads, and what loopwatch must make of it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _hookkit import DATA, HookRunner, denied
+
+from loopwatch.hooks._core import as_outcome
+
+
+@pytest.fixture
+def hooks(tmp_path: Path) -> Iterator[HookRunner]:
+    runner = HookRunner(tmp_path)
+    yield runner
+    runner.close()
+
+
+def _claude(event: str, call: str, **fields: Any) -> str:
+    payload: dict[str, Any] = {
+        "session_id": "S",
+        "transcript_path": "/home/user/.claude/projects/-home-user-app/S.jsonl",
+        "cwd": "/home/user/app",
+        "permission_mode": "default",
+        "hook_event_name": event,
+        "tool_name": "Bash",
+        "tool_input": {"command": "make test", "description": "Run the tests"},
+        "tool_use_id": call,
+    }
+    payload.update(fields)
+    return json.dumps(payload)
+
+
+def _bash_response(stdout: str) -> dict[str, object]:
+    """Claude Code's Bash ``tool_response`` (sdk-tools ``BashOutput``)."""
+    return {"stdout": stdout, "stderr": "", "interrupted": False, "isImage": False}
+
+
+def _run_bash(hooks: HookRunner, outputs: list[str]) -> list[str | None]:
+    """Run ``make test`` once per output; the block reason of each pre event."""
+    reasons = []
+    for index, stdout in enumerate(outputs):
+        call = f"toolu_{index}"
+        reasons.append(
+            denied("claude-code", hooks.inprocess("claude-code", _claude("PreToolUse", call)))
+        )
+        hooks.inprocess(
+            "claude-code",
+            _claude("PostToolUse", call, tool_response=_bash_response(stdout)),
+        )
+    return reasons
+
+
+def test_claude_code_reruns_whose_output_changes_are_not_blocked(hooks: HookRunner) -> None:
+    # The tests of code being fixed: same command, a different output each time.
+    outputs = [f"{5 - index} failed, {index} passed" for index in range(6)]
+    assert _run_bash(hooks, outputs) == [None] * 6
+
+
+def test_claude_code_reruns_with_one_output_are_still_blocked(hooks: HookRunner) -> None:
+    reasons = _run_bash(hooks, ["1 failed"] * 6)
+    assert reasons[0] is None
+    assert any(reason is not None for reason in reasons)
+
+
+def test_a_structured_result_is_hashed_whole_without_its_timings() -> None:
+    glob = json.loads((DATA / "claude-code" / "PostToolUse-Glob.json").read_text("utf-8"))
+    response = glob["tool_response"]
+    later = {**response, "durationMs": response["durationMs"] + 40}
+    other = {**response, "filenames": ["/home/user/app/src/other.py"]}
+    assert as_outcome(later) == as_outcome(response)
+    assert as_outcome(other) != as_outcome(response)
+    assert isinstance(as_outcome(response), str)
+
+
+@pytest.mark.parametrize(
+    "result",
+    [
+        "plain text",
+        [{"type": "text", "text": "an MCP content list"}],
+        {"content": [{"type": "text", "text": "an MCP CallToolResult"}], "isError": False},
+        {"content": [], "details": {"status": "completed", "exitCode": 0}},
+        None,
+    ],
+)
+def test_texts_lists_and_openclaw_results_are_hashed_as_they_are(result: object) -> None:
+    assert as_outcome(result) is result
