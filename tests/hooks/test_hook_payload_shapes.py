@@ -93,3 +93,46 @@ def test_a_structured_result_is_hashed_whole_without_its_timings() -> None:
 )
 def test_texts_lists_and_openclaw_results_are_hashed_as_they_are(result: object) -> None:
     assert as_outcome(result) is result
+
+
+def _gemini(event: str, **fields: Any) -> str:
+    payload: dict[str, Any] = {
+        "session_id": "S",
+        "transcript_path": "/home/user/.gemini/tmp/app/chats/session-S.json",
+        "cwd": "/home/user/app",
+        "hook_event_name": event,
+        "timestamp": "2026-12-01T22:00:00.000Z",
+        "tool_name": "run_shell_command",
+        "tool_input": {"command": "make test", "description": "Run the tests"},
+    }
+    payload.update(fields)
+    return json.dumps(payload)
+
+
+def test_gemini_shell_reruns_with_one_output_are_blocked_whatever_their_pgid(
+    hooks: HookRunner,
+) -> None:
+    # Gemini CLI's shell tool names the run's process group in every result
+    # (packages/core/src/tools/shell.ts): a new number each run of the same command.
+    reasons = []
+    for index in range(6):
+        reasons.append(denied("gemini", hooks.inprocess("gemini", _gemini("BeforeTool"))))
+        content = f"Output: 1 failed\nExit Code: 1\nProcess Group PGID: {48213 + index}"
+        response = {"llmContent": content, "returnDisplay": "1 failed"}
+        hooks.inprocess("gemini", _gemini("AfterTool", tool_response=response))
+    assert reasons[0] is None
+    assert any(reason is not None for reason in reasons)
+
+
+def test_gemini_shell_output_is_kept_apart_from_its_pgid() -> None:
+    from loopwatch.hooks import gemini
+
+    def result(content: str) -> object:
+        event = gemini.parse(
+            json.loads(_gemini("AfterTool", tool_response={"llmContent": content}))
+        )
+        return event.result
+
+    assert result("Output: a\nProcess Group PGID: 1") == result("Output: a\nProcess Group PGID: 2")
+    assert result("Output: a\nProcess Group PGID: 1") != result("Output: b\nProcess Group PGID: 1")
+    assert result("Output: Process Group PGID: 7") == "Output: Process Group PGID: 7"
