@@ -136,3 +136,31 @@ def test_gemini_shell_output_is_kept_apart_from_its_pgid() -> None:
     assert result("Output: a\nProcess Group PGID: 1") == result("Output: a\nProcess Group PGID: 2")
     assert result("Output: a\nProcess Group PGID: 1") != result("Output: b\nProcess Group PGID: 1")
     assert result("Output: Process Group PGID: 7") == "Output: Process Group PGID: 7"
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+def test_parallel_sub_agents_keep_histories_of_their_own(hooks: HookRunner, agent: str) -> None:
+    # Parallel sub-agents share the parent's session_id and interleave their tool
+    # events; agent_id tells them apart (Claude Code's hook input types; Codex's
+    # SubagentCommandInputFields).
+    base = json.loads(_claude("PreToolUse", "x"))
+    if agent == "codex":
+        base.update(turn_id="turn-1", model="gpt-5.5-codex", transcript_path=None)
+    # Two identical runs each: allowed; one history would have seen three in a row by
+    # the third event, and blocked it.
+    reasons = []
+    for index in range(2):
+        for sub in ("agent-a", "agent-b"):
+            call = f"{sub}-{index}"
+            pre = {**base, "tool_use_id": call, "agent_id": sub, "agent_type": "general-purpose"}
+            reasons.append(denied(agent, hooks.inprocess(agent, json.dumps(pre))))
+            response: object = _bash_response("1 failed") if agent == "claude-code" else "1 failed"
+            post = {**pre, "hook_event_name": "PostToolUse", "tool_response": response}
+            hooks.inprocess(agent, json.dumps(post))
+    assert reasons == [None] * 4
+    store = hooks.store()
+    try:
+        keys = {key for key, _ in store.session_keys(0)}
+    finally:
+        store.close()
+    assert keys == {f"{agent}:S/agent-a", f"{agent}:S/agent-b"}

@@ -62,7 +62,9 @@ class HookEvent(NamedTuple):
     """One host event, in loopwatch's terms.
 
     ``name`` is the host's own event name (answers echo it as ``hookEventName``);
-    ``result`` / ``error`` are ``UNDEFINED`` when the host did not send one.
+    ``result`` / ``error`` are ``UNDEFINED`` when the host did not send one. ``agent`` is
+    the sub-agent that made the call (Claude Code's and Codex's ``agent_id``), ``None`` for
+    the main agent.
     """
 
     kind: EventKind
@@ -74,6 +76,7 @@ class HookEvent(NamedTuple):
     call_id: str | None = None
     result: object = UNDEFINED
     error: object = UNDEFINED
+    agent: str | None = None
 
 
 class Outcome(NamedTuple):
@@ -155,8 +158,18 @@ def notes_for(store: Store) -> NoteBook:
 
 
 def _session_key(agent: str, event: HookEvent) -> str | None:
+    """``<agent>:<session>``, and ``<agent>:<session>/<sub-agent>`` for a sub-agent's call.
+
+    Sub-agents share their parent's session id, and parallel ones send their tool events
+    interleaved (Claude Code's hook input types say so of ``agent_id``): in one history,
+    two sub-agents each running the tests once would look like one agent running them
+    twice, and their calls would break each other's streaks. Each sub-agent is an agent
+    loop of its own, so it gets a history of its own.
+    """
     if not isinstance(event.session, str) or not event.session.strip():
         return None
+    if event.agent:
+        return f"{agent}:{event.session}/{event.agent}"
     return f"{agent}:{event.session}"
 
 

@@ -3,7 +3,8 @@
 Contract (openai/codex ``codex-rs/hooks/schema/generated/*.schema.json`` and
 ``codex-rs/hooks/src/engine/output_parser.rs``): stdin carries ``session_id``, ``turn_id``
 (every event: the run), ``hook_event_name``, ``tool_name``, ``tool_input``,
-``tool_use_id``; ``PostToolUse`` adds ``tool_response``. There is no failure event: a
+``tool_use_id``, and ``agent_id`` inside a sub-agent (whose calls get a history of their
+own); ``PostToolUse`` adds ``tool_response``. There is no failure event: a
 failed command is a ``tool_response`` like any other, and the outcome hashing reads its
 exit status.
 
@@ -46,6 +47,7 @@ def parse(payload: dict[str, Any]) -> HookEvent:
         params=payload.get("tool_input"),
         call_id=text(payload, "tool_use_id"),
         result=payload.get("tool_response") if name == "PostToolUse" else UNDEFINED,
+        agent=text(payload, "agent_id"),
     )
 
 
