@@ -153,3 +153,21 @@ async def test_pre_compact_arms_the_post_compaction_guard() -> None:
     data = {"session_id": "s", "transcript_path": "", "cwd": ".", "hook_event_name": "PreCompact"}
     assert await hooks.pre_compact(data, None, {"signal": None}) == {}
     assert [e.type for e in events] == ["guard.armed"]
+
+
+async def test_a_command_whose_output_changes_is_never_blocked() -> None:
+    # The CLI's tool_response is the tool's own structure (Bash: {stdout, stderr,
+    # interrupted, isImage}), not an OpenClaw result: it must be compared whole, else
+    # re-running the tests while fixing the code counts as a loop.
+    guard, _ = make_guard()
+    hooks = LoopGuardHooks(guard, warn_model=False)
+    base = {"session_id": "s", "transcript_path": "t", "cwd": "."}
+    ctx: Any = {"signal": None}
+    for i in range(25):
+        call = {**base, "tool_name": "Bash", "tool_input": {"command": "make test"}}
+        call["tool_use_id"] = f"t{i}"
+        pre = await hooks.pre_tool_use({**call, "hook_event_name": "PreToolUse"}, f"t{i}", ctx)
+        assert pre == {}, i
+        response = {"stdout": f"{25 - i} failed", "stderr": "", "interrupted": False}
+        post = {**call, "hook_event_name": "PostToolUse", "tool_response": response}
+        await hooks.post_tool_use(post, f"t{i}", ctx)

@@ -69,7 +69,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--config", metavar="FILE", help="an OpenClaw-style config (JSON5)")
     parser.add_argument("--profile", choices=("reference", "adaptive"), help="default adaptive")
-    parser.add_argument("--session", metavar="ID", help="status: the agent's session id")
+    parser.add_argument(
+        "--session",
+        metavar="ID",
+        help="status: the agent's session id (a sub-agent's calls: ID/AGENT_ID)",
+    )
     parser.add_argument(
         "--agent", dest="status_agent", metavar="AGENT", help="status: the session's agent"
     )

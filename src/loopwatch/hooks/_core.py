@@ -62,7 +62,9 @@ class HookEvent(NamedTuple):
     """One host event, in loopwatch's terms.
 
     ``name`` is the host's own event name (answers echo it as ``hookEventName``);
-    ``result`` / ``error`` are ``UNDEFINED`` when the host did not send one.
+    ``result`` / ``error`` are ``UNDEFINED`` when the host did not send one. ``agent`` is
+    the sub-agent that made the call (Claude Code's and Codex's ``agent_id``), ``None`` for
+    the main agent.
     """
 
     kind: EventKind
@@ -74,6 +76,7 @@ class HookEvent(NamedTuple):
     call_id: str | None = None
     result: object = UNDEFINED
     error: object = UNDEFINED
+    agent: str | None = None
 
 
 class Outcome(NamedTuple):
@@ -155,8 +158,18 @@ def notes_for(store: Store) -> NoteBook:
 
 
 def _session_key(agent: str, event: HookEvent) -> str | None:
+    """``<agent>:<session>``, and ``<agent>:<session>/<sub-agent>`` for a sub-agent's call.
+
+    Sub-agents share their parent's session id, and parallel ones send their tool events
+    interleaved (Claude Code's hook input types say so of ``agent_id``): in one history,
+    two sub-agents each running the tests once would look like one agent running them
+    twice, and their calls would break each other's streaks. Each sub-agent is an agent
+    loop of its own, so it gets a history of its own.
+    """
     if not isinstance(event.session, str) or not event.session.strip():
         return None
+    if event.agent:
+        return f"{agent}:{event.session}/{event.agent}"
     return f"{agent}:{event.session}"
 
 
@@ -249,8 +262,9 @@ def _process(
         return IGNORED
     # after: record what the tool really returned, then bring the call's warning.
     end_run = None
+    result = as_outcome(event.result)
     try:
-        guard.after_call(event.tool, event.params, result=event.result, error=event.error, **common)
+        guard.after_call(event.tool, event.params, result=result, error=event.error, **common)
     except PostCompactionLoopPersistedError as exc:
         end_run = exc.message
     warning = _note(book, "take_note", session_key, _warning_key(event), now)
@@ -258,6 +272,60 @@ def _process(
 
 
 # --- payload helpers for the agent modules ------------------------------------------------
+
+
+#: Keys of a host's structured result that change from one identical call to the next, so
+#: they are left out of its outcome: timings (Claude Code's Glob and WebFetch
+#: ``durationMs``, WebSearch ``durationSeconds``, Agent ``totalDurationMs``) and the
+#: per-call ids WebSearch puts in its results (``tool_use_id``).
+VOLATILE_RESULT_KEYS: Final = frozenset(
+    {"durationMs", "durationSeconds", "totalDurationMs", "duration_ms", "tool_use_id"}
+)
+#: Nesting beyond this is kept as the host sent it (volatile keys there stay).
+MAX_OUTCOME_DEPTH: Final = 32
+
+
+def _without_volatile(value: object, depth: int) -> object:
+    if depth >= MAX_OUTCOME_DEPTH:
+        return value
+    if isinstance(value, dict):
+        return {
+            key: _without_volatile(item, depth + 1)
+            for key, item in value.items()
+            if key not in VOLATILE_RESULT_KEYS
+        }
+    if isinstance(value, list):
+        return [_without_volatile(item, depth + 1) for item in value]
+    return value
+
+
+def as_outcome(result: object) -> object:
+    """A host's result in a form whose outcome hash reads all of it.
+
+    The outcome hash (SPEC §3.3) reads a mapping as an OpenClaw result: its ``content``
+    text parts and its ``details``, nothing else. A host's own structured result has
+    neither (Claude Code's ``tool_response`` of Bash is ``{"stdout", "stderr",
+    "interrupted", ...}``, of Edit ``{"filePath", "oldString", ...}``; a Gemini CLI
+    ``llmContent`` may be one Part ``{"text": ...}``), so every such result would hash as
+    the same empty one: two calls with different output would count as identical, and a
+    command re-run while its output changes (the tests of code being fixed) would be
+    blocked as a loop. Such a mapping becomes its JSON text, keys sorted, without
+    :data:`VOLATILE_RESULT_KEYS` (else the same output would never count as the same).
+    Strings, lists and OpenClaw-shaped mappings (a ``content`` list or a ``details``
+    mapping, as MCP's ``CallToolResult`` has) are hashed as they are.
+    """
+    if not isinstance(result, dict):
+        return result
+    if isinstance(result.get("content"), list) or isinstance(result.get("details"), dict):
+        return result
+    import json
+
+    try:
+        return json.dumps(
+            _without_volatile(result, 0), sort_keys=True, ensure_ascii=False, default=str
+        )
+    except (TypeError, ValueError):  # keys JSON cannot sort: hash what the host sent
+        return result
 
 
 def text(payload: dict[str, Any], *keys: str) -> str | None:
@@ -272,12 +340,14 @@ def text(payload: dict[str, Any], *keys: str) -> str | None:
 __all__ = [
     "FALLBACK_BLOCK_REASON",
     "IGNORED",
+    "VOLATILE_RESULT_KEYS",
     "EventKind",
     "HookEvent",
     "HookResult",
     "MemoryNotes",
     "NoteBook",
     "Outcome",
+    "as_outcome",
     "notes_for",
     "process",
     "text",

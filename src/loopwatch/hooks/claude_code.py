@@ -6,7 +6,8 @@ anthropics/claude-agent-sdk-python ``types.py``): JSON on stdin with ``session_i
 ``tool_input``, ``tool_use_id``; ``PostToolUse`` adds ``tool_response``,
 ``PostToolUseFailure`` adds ``error`` (failed tools arrive there, not in ``PostToolUse``;
 one the user interrupted, ``is_interrupt``, is no outcome and is skipped).
-``prompt_id``, when the host sends it, is the run.
+``prompt_id``, when the host sends it, is the run; ``agent_id`` (set inside a sub-agent)
+gives the sub-agent's calls a history of their own.
 
 Answers (exit 0, JSON on stdout): a block is ``hookSpecificOutput.permissionDecision:
 "deny"`` with the reason (shown to Claude); a warning is ``additionalContext`` of the post
@@ -54,6 +55,7 @@ def parse(payload: dict[str, Any]) -> HookEvent:
         call_id=text(payload, "tool_use_id"),
         result=payload.get("tool_response") if name == "PostToolUse" else UNDEFINED,
         error=error,
+        agent=text(payload, "agent_id"),
     )
 
 

@@ -3,9 +3,13 @@
 Contract (openai/codex ``codex-rs/hooks/schema/generated/*.schema.json`` and
 ``codex-rs/hooks/src/engine/output_parser.rs``): stdin carries ``session_id``, ``turn_id``
 (every event: the run), ``hook_event_name``, ``tool_name``, ``tool_input``,
-``tool_use_id``; ``PostToolUse`` adds ``tool_response``. There is no failure event: a
-failed command is a ``tool_response`` like any other, and the outcome hashing reads its
-exit status.
+``tool_use_id``, and ``agent_id`` inside a sub-agent (whose calls get a history of their
+own); ``PostToolUse`` adds ``tool_response``. There is no failure event: a
+failed command is a ``tool_response`` like any other. For ``Bash`` (and ``apply_patch``)
+it is a plain string, the command's output as the model sees it (``ExecCommandToolOutput::
+post_tool_use_response`` in ``codex-rs/core/src/tools/context.rs``: no exit code, no
+``Wall time`` header), so a failure and a success with the same output are one outcome;
+an MCP tool's is its ``CallToolResult`` (``content`` parts).
 
 Answers: ``PreToolUse`` may only deny, with a non-empty reason (``ask``, a bare
 ``allow`` and ``continue: false`` are rejected, which lets the call run), so an allow is
@@ -46,6 +50,7 @@ def parse(payload: dict[str, Any]) -> HookEvent:
         params=payload.get("tool_input"),
         call_id=text(payload, "tool_use_id"),
         result=payload.get("tool_response") if name == "PostToolUse" else UNDEFINED,
+        agent=text(payload, "agent_id"),
     )
 
 

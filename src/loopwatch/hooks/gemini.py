@@ -3,8 +3,10 @@
 Contract (google-gemini/gemini-cli ``packages/core/src/hooks/types.ts``, ``hookRunner.ts``
 and ``docs/hooks/reference.md``): stdin carries ``session_id``, ``hook_event_name``,
 ``timestamp``; ``BeforeTool`` adds ``tool_name`` and ``tool_input``; ``AfterTool`` adds
-``tool_response`` (``{llmContent, returnDisplay, error?}``). There is no turn id: the
-session is the run. ``PreCompress`` is advisory (it cannot block) and arms the guard.
+``tool_response`` (``{llmContent, returnDisplay, error?}``; the shell tool's
+``llmContent`` is ``Output: ...``, ``Exit Code: N`` when not 0, ``Process Group PGID: N``,
+whose process ids are left out of the outcome). There is no turn id: the session is the
+run. ``PreCompress`` is advisory (it cannot block) and arms the guard.
 
 Answers: ``{"decision": "deny", "reason": ...}`` blocks (the reason reaches the model as
 the tool's error); ``hookSpecificOutput.additionalContext`` of ``AfterTool`` is appended
@@ -27,7 +29,27 @@ FAIL_OPEN: Final = HookResult("{}", 0)
 _KINDS: Final = {"BeforeTool": "before", "AfterTool": "after", "PreCompress": "compaction"}
 
 
-def _outcome(response: object) -> tuple[object, object]:
+#: The shell tool's ``llmContent`` lines that name this run's processes
+#: (``packages/core/src/tools/shell.ts``: ``Process Group PGID: {pid}``, ``Background PIDs:
+#: ...``): a new number on every run of the same command.
+_PROCESS_LINES: Final = ("Process Group PGID: ", "Background PIDs: ")
+SHELL_TOOL: Final = "run_shell_command"
+
+
+def _without_pids(content: str) -> str:
+    """The shell tool's text without its process-id lines.
+
+    Gemini CLI ends every ``run_shell_command`` result with ``Process Group PGID: N``, so
+    two runs with the same output never had the same outcome and a command repeated with
+    no progress was never stopped; the lines say nothing about the command's result.
+    """
+    if "PGID: " not in content and "PIDs: " not in content:
+        return content
+    lines = content.split("\n")
+    return "\n".join(line for line in lines if not line.startswith(_PROCESS_LINES))
+
+
+def _outcome(tool: str | None, response: object) -> tuple[object, object]:
     """``(result, error)`` of a ``tool_response``: what the model reads, or its error."""
     if not isinstance(response, dict):
         return response, UNDEFINED
@@ -36,7 +58,10 @@ def _outcome(response: object) -> tuple[object, object]:
         message = error.get("message") if isinstance(error, dict) else None
         return UNDEFINED, message or error
     if "llmContent" in response:
-        return response["llmContent"], UNDEFINED
+        content = response["llmContent"]
+        if tool == SHELL_TOOL and isinstance(content, str):
+            content = _without_pids(content)
+        return content, UNDEFINED
     return response, UNDEFINED
 
 
@@ -45,13 +70,14 @@ def parse(payload: dict[str, Any]) -> HookEvent:
     name = text(payload, "hook_event_name") or ""
     result: object = UNDEFINED
     error: object = UNDEFINED
+    tool = text(payload, "tool_name")
     if name == "AfterTool":
-        result, error = _outcome(payload.get("tool_response"))
+        result, error = _outcome(tool, payload.get("tool_response"))
     return HookEvent(
         kind=_KINDS.get(name, "ignore"),  # type: ignore[arg-type]
         name=name,
         session=text(payload, "session_id"),
-        tool=text(payload, "tool_name"),
+        tool=tool,
         params=payload.get("tool_input"),
         call_id=text(payload, "tool_use_id", "tool_call_id"),
         result=result,

@@ -54,6 +54,7 @@ from claude_agent_sdk import HookContext, HookMatcher
 from loopwatch.adapter import AdapterOptions, OnCritical, ToolCall
 from loopwatch.errors import LoopDetectedError
 from loopwatch.guard import LoopGuard
+from loopwatch.hooks._core import as_outcome
 from loopwatch.testing import LoopScript
 
 #: A session key or run id: fixed, or computed from the hook input.
@@ -178,9 +179,15 @@ class LoopGuardHooks:
     async def post_tool_use(
         self, input_data: Any, tool_use_id: str | None, context: HookContext
     ) -> Any:
-        """Record the tool's response; give the model an emitted warning."""
+        """Record the tool's response; give the model an emitted warning.
+
+        The response is the tool's own structure (Bash ``{stdout, stderr, ...}``), which the
+        outcome hash would read as an empty OpenClaw result: it is compared whole instead,
+        as ``loopwatch hook claude-code`` does (:func:`loopwatch.hooks._core.as_outcome`).
+        """
         data: Mapping[str, Any] = input_data
-        return await self._finish(data, "PostToolUse", result=data.get("tool_response"))
+        result = as_outcome(data.get("tool_response"))
+        return await self._finish(data, "PostToolUse", result=result)
 
     async def post_tool_use_failure(
         self, input_data: Any, tool_use_id: str | None, context: HookContext

@@ -1,0 +1,166 @@
+"""The hosts' real payload shapes, as their sources write them (see ``tests/data/hooks``).
+
+Each test here pins a shape the hand-built per-agent fixtures did not cover: what a host
+really sends in a field loopwatch reads, and what loopwatch must make of it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _hookkit import DATA, HookRunner, denied
+
+from loopwatch.hooks._core import as_outcome
+
+
+@pytest.fixture
+def hooks(tmp_path: Path) -> Iterator[HookRunner]:
+    runner = HookRunner(tmp_path)
+    yield runner
+    runner.close()
+
+
+def _claude(event: str, call: str, **fields: Any) -> str:
+    payload: dict[str, Any] = {
+        "session_id": "S",
+        "transcript_path": "/home/user/.claude/projects/-home-user-app/S.jsonl",
+        "cwd": "/home/user/app",
+        "permission_mode": "default",
+        "hook_event_name": event,
+        "tool_name": "Bash",
+        "tool_input": {"command": "make test", "description": "Run the tests"},
+        "tool_use_id": call,
+    }
+    payload.update(fields)
+    return json.dumps(payload)
+
+
+def _bash_response(stdout: str) -> dict[str, object]:
+    """Claude Code's Bash ``tool_response`` (sdk-tools ``BashOutput``)."""
+    return {"stdout": stdout, "stderr": "", "interrupted": False, "isImage": False}
+
+
+def _run_bash(hooks: HookRunner, outputs: list[str]) -> list[str | None]:
+    """Run ``make test`` once per output; the block reason of each pre event."""
+    reasons = []
+    for index, stdout in enumerate(outputs):
+        call = f"toolu_{index}"
+        reasons.append(
+            denied("claude-code", hooks.inprocess("claude-code", _claude("PreToolUse", call)))
+        )
+        hooks.inprocess(
+            "claude-code",
+            _claude("PostToolUse", call, tool_response=_bash_response(stdout)),
+        )
+    return reasons
+
+
+def test_claude_code_reruns_whose_output_changes_are_not_blocked(hooks: HookRunner) -> None:
+    # The tests of code being fixed: same command, a different output each time.
+    outputs = [f"{5 - index} failed, {index} passed" for index in range(6)]
+    assert _run_bash(hooks, outputs) == [None] * 6
+
+
+def test_claude_code_reruns_with_one_output_are_still_blocked(hooks: HookRunner) -> None:
+    reasons = _run_bash(hooks, ["1 failed"] * 6)
+    assert reasons[0] is None
+    assert any(reason is not None for reason in reasons)
+
+
+def test_a_structured_result_is_hashed_whole_without_its_timings() -> None:
+    glob = json.loads((DATA / "claude-code" / "PostToolUse-Glob.json").read_text("utf-8"))
+    response = glob["tool_response"]
+    later = {**response, "durationMs": response["durationMs"] + 40}
+    other = {**response, "filenames": ["/home/user/app/src/other.py"]}
+    assert as_outcome(later) == as_outcome(response)
+    assert as_outcome(other) != as_outcome(response)
+    assert isinstance(as_outcome(response), str)
+
+
+@pytest.mark.parametrize(
+    "result",
+    [
+        "plain text",
+        [{"type": "text", "text": "an MCP content list"}],
+        {"content": [{"type": "text", "text": "an MCP CallToolResult"}], "isError": False},
+        {"content": [], "details": {"status": "completed", "exitCode": 0}},
+        None,
+    ],
+)
+def test_texts_lists_and_openclaw_results_are_hashed_as_they_are(result: object) -> None:
+    assert as_outcome(result) is result
+
+
+def _gemini(event: str, **fields: Any) -> str:
+    payload: dict[str, Any] = {
+        "session_id": "S",
+        "transcript_path": "/home/user/.gemini/tmp/app/chats/session-S.json",
+        "cwd": "/home/user/app",
+        "hook_event_name": event,
+        "timestamp": "2026-12-01T22:00:00.000Z",
+        "tool_name": "run_shell_command",
+        "tool_input": {"command": "make test", "description": "Run the tests"},
+    }
+    payload.update(fields)
+    return json.dumps(payload)
+
+
+def test_gemini_shell_reruns_with_one_output_are_blocked_whatever_their_pgid(
+    hooks: HookRunner,
+) -> None:
+    # Gemini CLI's shell tool names the run's process group in every result
+    # (packages/core/src/tools/shell.ts): a new number each run of the same command.
+    reasons = []
+    for index in range(6):
+        reasons.append(denied("gemini", hooks.inprocess("gemini", _gemini("BeforeTool"))))
+        content = f"Output: 1 failed\nExit Code: 1\nProcess Group PGID: {48213 + index}"
+        response = {"llmContent": content, "returnDisplay": "1 failed"}
+        hooks.inprocess("gemini", _gemini("AfterTool", tool_response=response))
+    assert reasons[0] is None
+    assert any(reason is not None for reason in reasons)
+
+
+def test_gemini_shell_output_is_kept_apart_from_its_pgid() -> None:
+    from loopwatch.hooks import gemini
+
+    def result(content: str) -> object:
+        event = gemini.parse(
+            json.loads(_gemini("AfterTool", tool_response={"llmContent": content}))
+        )
+        return event.result
+
+    assert result("Output: a\nProcess Group PGID: 1") == result("Output: a\nProcess Group PGID: 2")
+    assert result("Output: a\nProcess Group PGID: 1") != result("Output: b\nProcess Group PGID: 1")
+    assert result("Output: Process Group PGID: 7") == "Output: Process Group PGID: 7"
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+def test_parallel_sub_agents_keep_histories_of_their_own(hooks: HookRunner, agent: str) -> None:
+    # Parallel sub-agents share the parent's session_id and interleave their tool
+    # events; agent_id tells them apart (Claude Code's hook input types; Codex's
+    # SubagentCommandInputFields).
+    base = json.loads(_claude("PreToolUse", "x"))
+    if agent == "codex":
+        base.update(turn_id="turn-1", model="gpt-5.5-codex", transcript_path=None)
+    # Two identical runs each: allowed; one history would have seen three in a row by
+    # the third event, and blocked it.
+    reasons = []
+    for index in range(2):
+        for sub in ("agent-a", "agent-b"):
+            call = f"{sub}-{index}"
+            pre = {**base, "tool_use_id": call, "agent_id": sub, "agent_type": "general-purpose"}
+            reasons.append(denied(agent, hooks.inprocess(agent, json.dumps(pre))))
+            response: object = _bash_response("1 failed") if agent == "claude-code" else "1 failed"
+            post = {**pre, "hook_event_name": "PostToolUse", "tool_response": response}
+            hooks.inprocess(agent, json.dumps(post))
+    assert reasons == [None] * 4
+    store = hooks.store()
+    try:
+        keys = {key for key, _ in store.session_keys(0)}
+    finally:
+        store.close()
+    assert keys == {f"{agent}:S/agent-a", f"{agent}:S/agent-b"}
