@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from loopwatch.core._undefined import UNDEFINED
 from loopwatch.detectors.reference import NOT_STUCK, LoopVerdict
 from loopwatch.errors import LoopDetectedError
+from loopwatch.host_outcome import as_outcome
 from loopwatch.integrations._shared import (
     DEFAULT_OPTIONS,
     AdapterOptions,
@@ -403,7 +404,7 @@ class ToolCall:
             record = self._guard.after_call(
                 self.tool_name,
                 self.params,
-                result=outcome.result,
+                result=as_outcome(outcome.result),
                 error=outcome.error,
                 **self._ids,
             )
@@ -417,7 +418,7 @@ class ToolCall:
             record = await self._guard.aafter_call(
                 self.tool_name,
                 self.params,
-                result=outcome.result,
+                result=as_outcome(outcome.result),
                 error=outcome.error,
                 **self._ids,
             )

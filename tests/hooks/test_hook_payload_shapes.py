@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from _hookkit import DATA, HookRunner, denied
 
-from loopwatch.hooks._core import as_outcome
+from loopwatch.host_outcome import as_outcome
 
 
 @pytest.fixture

@@ -210,3 +210,35 @@ async def test_session_and_run_ids_can_be_chosen() -> None:
     await run_async(runner)
     history = guard.history(session_key=f"user:{USER}")
     assert [r.run_id for r in history] == ["r-1"] * 3
+
+
+def _status_runner(changing: bool) -> tuple[InMemoryRunner, dict[str, int], list[Any]]:
+    """An agent polling a tool that returns a dict (ADK's usual tool result) 30 times."""
+    ran = {"n": 0}
+
+    def job_status(job: str) -> dict[str, Any]:
+        """The build job's state."""
+        ran["n"] += 1
+        return {"state": "running", "progress": ran["n"] if changing else 5}
+
+    guard, events = make_guard()
+    script = LoopScript(calls=(("job_status", {"job": "build-1"}),), times=30)
+    agent = LlmAgent(name="poller", model=ScriptedModel(script), tools=[job_status])
+    app = App(name="app", root_agent=agent, plugins=[LoopGuardPlugin(guard)])
+    return InMemoryRunner(app=app), ran, events
+
+
+async def test_a_dict_result_that_changes_is_progress_not_a_loop() -> None:
+    # Before as_outcome, every dict result hashed as the same empty OpenClaw result, so a
+    # job polled while it progressed was blocked at the 21st call.
+    runner, ran, events = _status_runner(changing=True)
+    await run_async(runner, session_id="s-status")
+    assert ran["n"] == 30
+    assert blocks(events) == 0
+
+
+async def test_a_dict_result_that_never_changes_is_blocked() -> None:
+    runner, ran, events = _status_runner(changing=False)
+    await run_async(runner, session_id="s-status")
+    assert ran["n"] == 20
+    assert blocks(events) == 10

@@ -28,6 +28,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, Protocol
 
 from loopwatch.core._undefined import UNDEFINED
+from loopwatch.host_outcome import as_outcome
 
 if TYPE_CHECKING:
     from loopwatch.guard import LoopGuard
@@ -274,60 +275,6 @@ def _process(
 # --- payload helpers for the agent modules ------------------------------------------------
 
 
-#: Keys of a host's structured result that change from one identical call to the next, so
-#: they are left out of its outcome: timings (Claude Code's Glob and WebFetch
-#: ``durationMs``, WebSearch ``durationSeconds``, Agent ``totalDurationMs``) and the
-#: per-call ids WebSearch puts in its results (``tool_use_id``).
-VOLATILE_RESULT_KEYS: Final = frozenset(
-    {"durationMs", "durationSeconds", "totalDurationMs", "duration_ms", "tool_use_id"}
-)
-#: Nesting beyond this is kept as the host sent it (volatile keys there stay).
-MAX_OUTCOME_DEPTH: Final = 32
-
-
-def _without_volatile(value: object, depth: int) -> object:
-    if depth >= MAX_OUTCOME_DEPTH:
-        return value
-    if isinstance(value, dict):
-        return {
-            key: _without_volatile(item, depth + 1)
-            for key, item in value.items()
-            if key not in VOLATILE_RESULT_KEYS
-        }
-    if isinstance(value, list):
-        return [_without_volatile(item, depth + 1) for item in value]
-    return value
-
-
-def as_outcome(result: object) -> object:
-    """A host's result in a form whose outcome hash reads all of it.
-
-    The outcome hash (SPEC §3.3) reads a mapping as an OpenClaw result: its ``content``
-    text parts and its ``details``, nothing else. A host's own structured result has
-    neither (Claude Code's ``tool_response`` of Bash is ``{"stdout", "stderr",
-    "interrupted", ...}``, of Edit ``{"filePath", "oldString", ...}``; a Gemini CLI
-    ``llmContent`` may be one Part ``{"text": ...}``), so every such result would hash as
-    the same empty one: two calls with different output would count as identical, and a
-    command re-run while its output changes (the tests of code being fixed) would be
-    blocked as a loop. Such a mapping becomes its JSON text, keys sorted, without
-    :data:`VOLATILE_RESULT_KEYS` (else the same output would never count as the same).
-    Strings, lists and OpenClaw-shaped mappings (a ``content`` list or a ``details``
-    mapping, as MCP's ``CallToolResult`` has) are hashed as they are.
-    """
-    if not isinstance(result, dict):
-        return result
-    if isinstance(result.get("content"), list) or isinstance(result.get("details"), dict):
-        return result
-    import json
-
-    try:
-        return json.dumps(
-            _without_volatile(result, 0), sort_keys=True, ensure_ascii=False, default=str
-        )
-    except (TypeError, ValueError):  # keys JSON cannot sort: hash what the host sent
-        return result
-
-
 def text(payload: dict[str, Any], *keys: str) -> str | None:
     """The first of ``keys`` whose value is a non-empty string."""
     for key in keys:
@@ -340,14 +287,12 @@ def text(payload: dict[str, Any], *keys: str) -> str | None:
 __all__ = [
     "FALLBACK_BLOCK_REASON",
     "IGNORED",
-    "VOLATILE_RESULT_KEYS",
     "EventKind",
     "HookEvent",
     "HookResult",
     "MemoryNotes",
     "NoteBook",
     "Outcome",
-    "as_outcome",
     "notes_for",
     "process",
     "text",

@@ -54,7 +54,6 @@ from claude_agent_sdk import HookContext, HookMatcher
 from loopwatch.adapter import AdapterOptions, OnCritical, ToolCall
 from loopwatch.errors import LoopDetectedError
 from loopwatch.guard import LoopGuard
-from loopwatch.hooks._core import as_outcome
 from loopwatch.testing import LoopScript
 
 #: A session key or run id: fixed, or computed from the hook input.
@@ -181,13 +180,12 @@ class LoopGuardHooks:
     ) -> Any:
         """Record the tool's response; give the model an emitted warning.
 
-        The response is the tool's own structure (Bash ``{stdout, stderr, ...}``), which the
-        outcome hash would read as an empty OpenClaw result: it is compared whole instead,
-        as ``loopwatch hook claude-code`` does (:func:`loopwatch.hooks._core.as_outcome`).
+        The response is the tool's own structure (Bash ``{stdout, stderr, ...}``): the
+        :class:`ToolCall` compares it whole (:func:`loopwatch.host_outcome.as_outcome`), as
+        ``loopwatch hook claude-code`` does.
         """
         data: Mapping[str, Any] = input_data
-        result = as_outcome(data.get("tool_response"))
-        return await self._finish(data, "PostToolUse", result=result)
+        return await self._finish(data, "PostToolUse", result=data.get("tool_response"))
 
     async def post_tool_use_failure(
         self, input_data: Any, tool_use_id: str | None, context: HookContext

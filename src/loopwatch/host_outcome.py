@@ -1,0 +1,86 @@
+"""How a host's tool result becomes what the outcome hash reads (SPEC §3.3, §11.1).
+
+The outcome hash follows the reference exactly: it reads a mapping as an OpenClaw tool
+result, its ``content`` text parts and its ``details``, and nothing else. Hosts other than
+OpenClaw return their own structures: a Google ADK tool's ``dict``, a pydantic-ai or
+smolagents tool's return value, Claude Code's ``tool_response`` of Bash (``{"stdout",
+"stderr", "interrupted", ...}``). Hashed by the reference rule, every such result is the
+same empty one, so two calls with different output count as identical, and a status polled
+while it changes, or tests re-run while the code is fixed, end up blocked as a loop.
+
+So what a host reports is passed through :func:`as_outcome` on its way to ``after_call``
+(by :class:`~loopwatch.calls.ToolCall`, which every adapter uses, and by the coding-agent
+hooks): a mapping that is not OpenClaw-shaped becomes its stable JSON text, the text the
+model reads for it, without the keys that change on every identical call (timings, per-call
+ids). The core's rule stays the reference's: a host calling ``LoopGuard.after_call``
+directly passes the text the model is shown, or calls this function.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from typing import Final
+
+from loopwatch.core.fingerprint import stable_stringify
+
+logger = logging.getLogger("loopwatch.tools")
+
+#: Keys of a host's structured result that change from one identical call to the next, so
+#: they are left out of its outcome: timings (Claude Code's Glob and WebFetch
+#: ``durationMs``, WebSearch ``durationSeconds``, Agent ``totalDurationMs``) and the
+#: per-call ids WebSearch puts in its results (``tool_use_id``).
+VOLATILE_RESULT_KEYS: Final = frozenset(
+    {"durationMs", "durationSeconds", "totalDurationMs", "duration_ms", "tool_use_id"}
+)
+#: Nesting beyond this is kept as the host sent it (volatile keys there stay).
+MAX_OUTCOME_DEPTH: Final = 32
+
+
+def _without_volatile(value: object, depth: int) -> object:
+    if depth >= MAX_OUTCOME_DEPTH:
+        return value
+    if isinstance(value, Mapping):
+        return {
+            key: _without_volatile(item, depth + 1)
+            for key, item in value.items()
+            if not (isinstance(key, str) and key in VOLATILE_RESULT_KEYS)
+        }
+    if isinstance(value, list):
+        return [_without_volatile(item, depth + 1) for item in value]
+    return value
+
+
+def is_openclaw_shaped(result: Mapping[object, object]) -> bool:
+    """Whether the outcome hash reads ``result`` as the host means it: a ``content`` list
+    (text parts, as OpenClaw's and MCP's ``CallToolResult``) or a ``details`` mapping."""
+    return isinstance(result.get("content"), list) or isinstance(result.get("details"), Mapping)
+
+
+def as_outcome(result: object) -> object:
+    """A host's result in a form whose outcome hash reads all of it; never raises.
+
+    Strings, lists, other values and OpenClaw-shaped mappings (:func:`is_openclaw_shaped`)
+    are returned as they are: the outcome hash reads them whole already. Any other mapping
+    becomes its stable JSON text (SPEC §3.1, the keys sorted) without
+    :data:`VOLATILE_RESULT_KEYS`, or, when it holds a value that has no JSON form, its
+    ``json`` text with such values as their ``str``. When neither can be written, the
+    result is returned as it is (and so hashed by the reference rule), and that is logged.
+    """
+    if not isinstance(result, Mapping):
+        return result
+    try:
+        if is_openclaw_shaped(result):
+            return result
+        kept = _without_volatile(result, 0)
+        try:
+            return stable_stringify(kept)
+        except (TypeError, ValueError, RecursionError):
+            return json.dumps(kept, sort_keys=True, ensure_ascii=False, default=str)
+    except Exception as exc:  # a host's mapping whose reading fails: hashed as it is
+        logger.debug("loopwatch: a structured tool result kept as it is: %s", exc)
+        return result
+
+
+__all__ = ["MAX_OUTCOME_DEPTH", "VOLATILE_RESULT_KEYS", "as_outcome", "is_openclaw_shaped"]
