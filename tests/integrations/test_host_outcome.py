@@ -104,8 +104,12 @@ JSONISH = st.recursive(
     | st.text()
     | st.binary(max_size=8)
     | st.sampled_from(sorted(VOLATILE_RESULT_KEYS)),
-    lambda inner: st.lists(inner, max_size=4)
-    | st.dictionaries(st.text(max_size=6) | st.sampled_from(sorted(VOLATILE_RESULT_KEYS)), inner),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(
+            st.text(max_size=6) | st.sampled_from(sorted(VOLATILE_RESULT_KEYS)), inner
+        )
+    ),
     max_leaves=20,
 )
 
