@@ -53,9 +53,24 @@ def _without_volatile(value: object, depth: int) -> object:
 
 
 def is_openclaw_shaped(result: Mapping[object, object]) -> bool:
-    """Whether the outcome hash reads ``result`` as the host means it: a ``content`` list
-    (text parts, as OpenClaw's and MCP's ``CallToolResult``) or a ``details`` mapping."""
-    return isinstance(result.get("content"), list) or isinstance(result.get("details"), Mapping)
+    """Whether the outcome hash reads ``result`` as the host means it: a ``details``
+    mapping, or a non-empty ``content`` list of typed blocks (``{"type": ..., ...}``, as
+    OpenClaw's results and MCP's ``CallToolResult`` hold).
+
+    A ``content`` that is a list of plain values, or empty (an MCP result carrying only
+    ``structuredContent``), says nothing the outcome hash reads: such a result is compared
+    whole.
+    """
+    if isinstance(result.get("details"), Mapping):
+        return True
+    content = result.get("content")
+    return (
+        isinstance(content, list)
+        and bool(content)
+        and all(
+            isinstance(block, Mapping) and isinstance(block.get("type"), str) for block in content
+        )
+    )
 
 
 def as_outcome(result: object) -> object:

@@ -50,7 +50,8 @@ def test_timings_and_per_call_ids_do_not_make_identical_results_differ() -> None
     [
         {"content": [{"type": "text", "text": "ok"}]},
         {"details": {"status": "ok"}},
-        {"content": [], "isError": False, "structuredContent": {"x": 1}},  # MCP CallToolResult
+        {"content": [{"type": "text", "text": "7"}], "isError": False},  # MCP CallToolResult
+        {"content": [{"type": "image", "data": "..."}]},
         "plain text",
         ["a", "list"],
         None,
@@ -61,9 +62,22 @@ def test_openclaw_shaped_results_and_non_mappings_pass_unchanged(result: object)
     assert as_outcome(result) is result
 
 
-def test_a_content_that_is_not_a_list_is_not_openclaw_shaped() -> None:
-    assert not is_openclaw_shaped({"content": "the text"})
-    assert _outcome_hash({"content": "one"}) != _outcome_hash({"content": "two"})
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ({"content": "one"}, {"content": "two"}),
+        ({"content": ["a"]}, {"content": ["b"]}),
+        (
+            {"content": [], "structuredContent": {"x": 1}},
+            {"content": [], "structuredContent": {"x": 2}},
+        ),
+    ],
+)
+def test_a_content_without_typed_blocks_is_compared_whole(
+    first: dict[str, Any], second: dict[str, Any]
+) -> None:
+    assert not is_openclaw_shaped(first)
+    assert _outcome_hash(first) != _outcome_hash(second)
 
 
 class _BrokenMapping(Mapping[str, Any]):
