@@ -39,6 +39,7 @@ def _calls(transcript: Transcript) -> list[ReplayCall]:
         ("openai-responses/request.json", "openai-responses", 1, 4),
         ("gemini-cli/session-2025-09-18T10-00-8a1f3c52.json", "gemini-cli", 1, 4),
         ("gemini-cli/checkpoint-before-fix.json", "gemini-cli", 1, 2),
+        ("gemini-cli/session-2026-05-19T02-28-8b2e4f10.jsonl", "gemini-cli", 1, 4),
         ("cursor/3f1c9d2e-agent-transcript.jsonl", "cursor", 1, 4),
         ("claude-code-sdk/stream.jsonl", "claude-code-sdk", 2, 4),
         ("claude-code-sdk/claude-execution-output.json", "claude-code-sdk", 2, 4),
@@ -174,6 +175,45 @@ def test_gemini_session_outcomes_on_the_call() -> None:
     assert read.batch is not None and read.batch == make.batch
     assert read.tokens is not None and read.tokens + make.tokens == 1250  # type: ignore[operator]
     assert glob.result == {"output": "/work/app/main.c"}
+
+
+def test_gemini_jsonl_session_folds_rewritten_messages_by_id() -> None:
+    """A JSONL session rewrites a message whole as its calls finish: each call counts once,
+    with its final outcome, and calls a rewind dropped from the context are still replayed."""
+    transcript = _read("gemini-cli/session-2026-05-19T02-28-8b2e4f10.jsonl")
+    read, make, glob, main_c = _calls(transcript)
+    assert read.result == {"output": "all:\n\tgcc main.c\n"}
+    assert make.error == "Command exited with code 2: make: gcc: No such file"
+    assert read.batch is not None and read.batch == make.batch
+    assert read.tokens is not None and read.tokens + make.tokens == 1250  # type: ignore[operator]
+    assert read.line == 4  # where the message first appeared
+    assert glob.result == {"output": "/work/app/main.c"}
+    assert main_c.args == {"absolute_path": "/work/app/main.c"}
+    assert any("rewound 1 time" in note for note in transcript.notes)
+
+
+def test_gemini_jsonl_rewrite_never_loses_a_call() -> None:
+    from loopwatch.transcripts import parse_text
+
+    header = '{"sessionId": "s", "projectHash": "p", "startTime": "t"}'
+    first = (
+        '{"id": "g", "type": "gemini", "toolCalls": [{"id": "a", "name": "ls", "args": {}, '
+        '"status": "executing"}, {"id": "b", "name": "cat", "args": {}, "status": "executing"}]}'
+    )
+    later = (
+        '{"id": "g", "type": "gemini", "toolCalls": [{"id": "b", "name": "cat", "args": {}, '
+        '"status": "success", "result": [{"functionResponse": {"id": "b", "name": "cat", '
+        '"response": {"output": "x"}}}]}]}'
+    )
+    compressed = '{"$set": {"messages": [{"id": "c", "type": "user", "content": "summary"}]}}'
+    text = "\n".join([header, first, later, compressed]) + "\n"
+    transcript = parse_text(text, path="session.jsonl")
+    assert transcript.format == "gemini-cli"
+    ls, cat = _calls(transcript)
+    assert (ls.tool, ls.result) == ("ls", UNDEFINED)
+    assert (cat.tool, cat.result) == ("cat", {"output": "x"})
+    forced = parse_text(text, path="session.jsonl", format="gemini-cli")
+    assert forced.call_count == 2
 
 
 def test_gemini_contents_match_responses_by_name() -> None:
