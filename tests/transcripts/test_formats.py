@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -36,6 +37,12 @@ def _calls(transcript: Transcript) -> list[ReplayCall]:
             5,
         ),
         ("codex/rollout-2025-05-07T17-24-21-legacy.jsonl", "codex", 1, 2),
+        (
+            "codex/rollout-2026-02-23T12-40-09-019c8a4c-0000-7000-8000-000000000007.jsonl",
+            "codex",
+            1,
+            6,
+        ),
         ("openai-responses/request.json", "openai-responses", 1, 4),
         ("gemini-cli/session-2025-09-18T10-00-8a1f3c52.json", "gemini-cli", 1, 4),
         ("gemini-cli/checkpoint-before-fix.json", "gemini-cli", 1, 2),
@@ -164,6 +171,53 @@ def test_responses_items_inline_mcp_outcome_and_hosted_search() -> None:
     assert rome.result == "24C, sunny"
     assert (mcp.tool, mcp.result) == ("search", "no results")
     assert search.tool == "web_search" and search.result is UNDEFINED
+
+
+def test_codex_failed_commands_are_read_from_their_exit_code() -> None:
+    """Codex writes outputs as bare strings (no success flag): the exit code in the header
+    it formats for the model is the only failure signal, for each of its shell tools."""
+    transcript = _read(
+        "codex/rollout-2026-02-23T12-40-09-019c8a4c-0000-7000-8000-000000000007.jsonl"
+    )
+    shell, shell_command, exec_failed, exec_ok, patch, exec_again = _calls(transcript)
+    assert shell.error == "make: gcc: No such file or directory\n"
+    assert shell_command.error == "Exit code: 2\nmake: gcc: No such file or directory\n"
+    # no chunk id or wall time in the error: the same failure reads the same each time
+    assert exec_failed.error == "Process exited with code 2\nmake: gcc: No such file or directory\n"
+    for failed in (shell, shell_command, exec_failed):
+        assert failed.result is UNDEFINED
+    for ok in (exec_ok, patch, exec_again):
+        assert ok.error is UNDEFINED and isinstance(ok.result, str)
+    assert patch.tool == "apply_patch"
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        "Exit code: 0\nWall time: 0.1 seconds\nOutput:\nProcess exited with code 1\n",
+        "Chunk ID: 1\nWall time: 0.1 seconds\nProcess running with session ID 3\nOutput:\n"
+        "Exit code: 4\n",
+        '{"output": "Exit code: 1", "metadata": {"exit_code": 0}}',
+        "plain text that says Exit code: 1",
+        "{not json",
+    ],
+)
+def test_codex_exit_codes_printed_by_the_command_are_not_failures(output: str) -> None:
+    from loopwatch.transcripts import parse_text
+
+    lines = [
+        {"type": "session_meta", "payload": {"id": "s"}},
+        {
+            "type": "response_item",
+            "payload": {"type": "function_call", "name": "exec_command", "call_id": "c"},
+        },
+        {
+            "type": "response_item",
+            "payload": {"type": "function_call_output", "call_id": "c", "output": output},
+        },
+    ]
+    (call,) = _calls(parse_text("\n".join(json.dumps(line) for line in lines)))
+    assert (call.result, call.error) == (output, UNDEFINED)
 
 
 def test_gemini_session_outcomes_on_the_call() -> None:

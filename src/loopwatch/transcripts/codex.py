@@ -7,7 +7,13 @@ string, ``call_id``), ``custom_tool_call`` (``name``, free-text ``input``),
 (``name``, ``arguments``, with its ``output`` / ``error`` inline), ``tool_search_call`` and
 ``web_search_call`` (hosted tools; no outcome item). Outcomes are ``function_call_output``
 and ``custom_tool_call_output`` (``call_id``, ``output``: a string, or a list of content
-items). An ``output`` object with ``"success": false`` is a failure. A response object
+items). An ``output`` object with ``"success": false`` is a failure. Codex itself never
+writes that flag into a rollout (its ``FunctionCallOutputPayload`` serialises as the bare
+string or content items), so a failed command shows only as the exit code in the text it
+formats for the model: ``{"output", "metadata": {"exit_code"}}`` (the ``shell`` tool),
+``Exit code: N`` (``shell_command``, ``apply_patch``) or ``Process exited with code N``
+(``exec_command``) in the header before ``Output:``. A non-zero code is a failure, as a
+non-zero Bash exit is one in Claude Code (``is_error``). A response object
 (``{"object": "response", "output": [...]}``) or a request body (``{"input": [...]}``) is
 read through its item list.
 
@@ -27,6 +33,8 @@ copies (a resumed session) and are counted once.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterable, Mapping
 from typing import Final
 
@@ -86,11 +94,56 @@ def _call_of(
     return name, decode_arguments(item.get("arguments")), call_id
 
 
+#: The header lines Codex puts before ``Output:`` that carry a command's exit code.
+_EXIT_LINE: Final = re.compile(r"(?:Exit code:|Process exited with code) (-?\d+)")
+#: How many header lines are looked at (the header has at most five; the output follows).
+_HEADER_LINES: Final = 6
+
+
+def _exit_failure(output: object) -> str | None:
+    """The failure text of a Codex command output with a non-zero exit code, else ``None``.
+
+    Only the formatted header is read (lines before ``Output:``, or the JSON envelope's
+    ``metadata``), never the command's own output, which may print anything. The failure
+    text is the envelope's ``output``, or the exit line followed by the output.
+    """
+    text = output if isinstance(output, str) else content_text(output)
+    if text.startswith("{") and '"metadata"' in text:
+        try:
+            envelope = json.loads(text)
+        except (ValueError, RecursionError):
+            return None
+        metadata = envelope.get("metadata") if isinstance(envelope, Mapping) else None
+        code = metadata.get("exit_code") if isinstance(metadata, Mapping) else None
+        if isinstance(code, int) and not isinstance(code, bool) and code != 0:
+            inner = envelope.get("output")
+            return inner if isinstance(inner, str) and inner else text
+        return None
+    header = text.split("\n", _HEADER_LINES)[:_HEADER_LINES]
+    for number, line in enumerate(header):
+        if line == "Output:":
+            break
+        match = _EXIT_LINE.fullmatch(line.strip())
+        if match is None:
+            continue
+        if int(match.group(1)) == 0:
+            return None
+        # The exit line and the output, without the chunk id and wall time: those change
+        # on every run and would make the same failure look like a new one each time.
+        rest = header[number + 1 :]
+        body = text.partition("\nOutput:\n")[2] if "Output:" in rest else ""
+        return f"{line.strip()}\n{body}" if body else line.strip()
+    return None
+
+
 def _outcome(output: object) -> tuple[object, object]:
     """``(result, error)`` of an output item's ``output``."""
     if isinstance(output, Mapping) and output.get("success") is False:
         content = output.get("content", output.get("output", ""))
         return UNDEFINED, content if isinstance(content, str) else content_text(content)
+    failure = _exit_failure(output)
+    if failure is not None:
+        return UNDEFINED, failure
     return output, UNDEFINED
 
 
