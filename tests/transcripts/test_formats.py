@@ -44,6 +44,7 @@ def _calls(transcript: Transcript) -> list[ReplayCall]:
             6,
         ),
         ("openai-responses/request.json", "openai-responses", 1, 4),
+        ("openai-responses/builtin_tools.json", "openai-responses", 1, 8),
         ("gemini-cli/session-2025-09-18T10-00-8a1f3c52.json", "gemini-cli", 1, 4),
         ("gemini-cli/checkpoint-before-fix.json", "gemini-cli", 1, 2),
         ("gemini-cli/session-2026-05-19T02-28-8b2e4f10.jsonl", "gemini-cli", 1, 4),
@@ -218,6 +219,30 @@ def test_codex_exit_codes_printed_by_the_command_are_not_failures(output: str) -
     ]
     (call,) = _calls(parse_text("\n".join(json.dumps(line) for line in lines)))
     assert (call.result, call.error) == (output, UNDEFINED)
+
+
+def test_responses_built_in_tool_calls_are_counted_with_their_outcomes() -> None:
+    """Built-in tools (tool search, shell, apply_patch, computer use, hosted tools) are calls
+    the model made: each is counted, and paired with its own kind of outcome item."""
+    transcript = _read("openai-responses/builtin_tools.json")
+    search, make, which, patch, screenshot, code, files, image = _calls(transcript)
+    assert (search.tool, search.args) == ("tool_search", {"query": "build tools"})
+    assert isinstance(search.result, list) and search.result[0]["name"] == "make"
+    assert (make.tool, make.args["commands"]) == ("shell", ["make"])  # type: ignore[index]
+    assert make.error == "make: gcc: No such file or directory\n"
+    assert which.error is UNDEFINED and which.result is not UNDEFINED
+    assert patch.tool == "apply_patch" and patch.error == "context mismatch in Makefile"
+    assert patch.args == {
+        "type": "update_file",
+        "path": "Makefile",
+        "diff": "@@\n-CC=gcc\n+CC=cc\n",
+    }
+    assert screenshot.tool == "computer" and screenshot.result is not UNDEFINED
+    assert (code.tool, code.args) == ("code_interpreter", {"code": "print(2 + 2)"})
+    assert (files.tool, image.tool) == ("file_search", "image_generation")
+    for hosted in (code, files, image):  # run on OpenAI's side: no outcome item
+        assert hosted.result is UNDEFINED and hosted.error is UNDEFINED
+    assert transcript.unmatched_results == 0
 
 
 def test_gemini_session_outcomes_on_the_call() -> None:
