@@ -49,6 +49,7 @@ def _calls(transcript: Transcript) -> list[ReplayCall]:
         ("gemini-cli/checkpoint-before-fix.json", "gemini-cli", 1, 2),
         ("gemini-cli/session-2026-05-19T02-28-8b2e4f10.jsonl", "gemini-cli", 1, 4),
         ("cursor/3f1c9d2e-agent-transcript.jsonl", "cursor", 1, 4),
+        ("cursor/agent-transcripts/4b7d2e10-9c3a-4f1e-8d55-2a6b0c9e7f31.txt", "cursor", 1, 5),
         ("claude-code-sdk/stream.jsonl", "claude-code-sdk", 2, 4),
         ("claude-code-sdk/claude-execution-output.json", "claude-code-sdk", 2, 4),
         ("openclaw-trajectory/b475ccf4.trajectory.jsonl", "openclaw-trajectory", 1, 3),
@@ -305,6 +306,48 @@ def test_cursor_calls_have_no_outcome_and_the_transcript_says_so() -> None:
     transcript = _read("cursor/3f1c9d2e-agent-transcript.jsonl")
     assert [call.tool for call in _calls(transcript)] == ["Glob", "Read", "Shell", "Shell"]
     assert any("no tool outcomes" in note for note in transcript.notes)
+
+
+def test_cursor_text_transcript_calls_parameters_and_batches() -> None:
+    """The plain-text transcripts Cursor wrote before its JSONL ones: each ``[Tool call]``
+    of an assistant turn is a call, with its parameters (multi-line values whole)."""
+    transcript = _read("cursor/agent-transcripts/4b7d2e10-9c3a-4f1e-8d55-2a6b0c9e7f31.txt")
+    ls, make, replace, write, rerun = _calls(transcript)
+    assert (ls.tool, ls.args) == (
+        "Shell",
+        {"command": "ls", "description": "List the project files"},
+    )
+    assert make.args["timeout"] == "120000"  # type: ignore[index]
+    assert ls.batch is not None and ls.batch == make.batch  # listed before their results
+    assert replace.args == {
+        "path": "/work/app/Makefile",
+        "old_string": "CC=gcc\nall:\n\t$(CC) main.c",
+        "new_string": "CC=cc\nall:\n\t$(CC) main.c",
+    }
+    assert write.args["contents"] == "# Build notes\n\nThe build uses `cc`."  # type: ignore[index]
+    assert rerun.batch is None and rerun.line == 53  # the one pasted in a user turn is text
+    assert all(call.result is UNDEFINED and call.error is UNDEFINED for call in _calls(transcript))
+    assert any("no tool outcomes" in note for note in transcript.notes)
+
+
+def test_cursor_text_result_without_its_call_is_a_doubt() -> None:
+    from loopwatch.transcripts import parse_text
+
+    text = "user:\nhi\n\nassistant:\n[Tool call] Read\n  path: a\n\n[Tool result] Shell\n"
+    transcript = parse_text(text, path="t.txt")
+    assert (transcript.format, transcript.call_count) == ("cursor", 1)
+    assert transcript.unmatched_results == 1
+    assert parse_text(text, path="t.txt", format="cursor").call_count == 1
+
+
+def test_cursor_text_transcripts_are_walked_only_in_their_folder(tmp_path: Path) -> None:
+    from loopwatch.transcripts import walk_transcripts
+
+    folder = tmp_path / "agent-transcripts"
+    folder.mkdir()
+    (folder / "a.txt").write_text("user:\nhi\n", encoding="utf-8")
+    (tmp_path / "notes.txt").write_text("user:\nhi\n", encoding="utf-8")
+    assert [Path(f).name for f in walk_transcripts([tmp_path]).files] == ["a.txt"]
 
 
 @pytest.mark.parametrize(

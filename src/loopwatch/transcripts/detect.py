@@ -21,6 +21,8 @@ other way round):
    (``sessionId``, ``parentUuid``, ``user`` / ``assistant`` / ``summary`` types) → Claude
    Code; a Responses item → Responses; ``role`` + ``message`` → Cursor; a bare ``role`` →
    chat messages, one a line.
+3. Not JSON at all, but a first line ``user:`` / ``assistant:``: a Cursor plain-text
+   agent transcript.
 
 Valid JSON of any other shape is :class:`NotATranscript`, naming its top-level keys.
 """
@@ -46,7 +48,12 @@ from loopwatch.transcripts.codex import (
     read_codex,
     read_responses_items,
 )
-from loopwatch.transcripts.cursor import is_cursor_line, read_cursor
+from loopwatch.transcripts.cursor import (
+    is_cursor_line,
+    is_cursor_text,
+    read_cursor,
+    read_cursor_text,
+)
 from loopwatch.transcripts.gemini import (
     is_gemini_contents,
     is_gemini_jsonl_header,
@@ -390,6 +397,8 @@ def parse_text(text: str, *, path: str = "<text>", format: FormatName | None = N
             return _transcript(path, found[0], found[1])
         if format is None:
             raise _not_a_transcript(path, document)
+    if format in (None, "cursor") and document is None and is_cursor_text(text):
+        return _transcript(path, "cursor", read_cursor_text(text, path))
     try:
         first = _first_value(text, path)
     except TranscriptError:
