@@ -191,20 +191,11 @@ def test_codex_failed_commands_are_read_from_their_exit_code() -> None:
     for ok in (exec_ok, patch, exec_again):
         assert ok.error is UNDEFINED and isinstance(ok.result, str)
     assert patch.tool == "apply_patch"
+    assert exec_ok.result == "Process exited with code 0\n/usr/bin/cc\n"
+    assert patch.result == "Exit code: 0\nSuccess. Updated the following files:\nM Makefile\n"
 
 
-@pytest.mark.parametrize(
-    "output",
-    [
-        "Exit code: 0\nWall time: 0.1 seconds\nOutput:\nProcess exited with code 1\n",
-        "Chunk ID: 1\nWall time: 0.1 seconds\nProcess running with session ID 3\nOutput:\n"
-        "Exit code: 4\n",
-        '{"output": "Exit code: 1", "metadata": {"exit_code": 0}}',
-        "plain text that says Exit code: 1",
-        "{not json",
-    ],
-)
-def test_codex_exit_codes_printed_by_the_command_are_not_failures(output: str) -> None:
+def _codex_outcome(output: object) -> ReplayCall:
     from loopwatch.transcripts import parse_text
 
     lines = [
@@ -219,7 +210,41 @@ def test_codex_exit_codes_printed_by_the_command_are_not_failures(output: str) -
         },
     ]
     (call,) = _calls(parse_text("\n".join(json.dumps(line) for line in lines)))
-    assert (call.result, call.error) == (output, UNDEFINED)
+    return call
+
+
+@pytest.mark.parametrize(
+    ("output", "result"),
+    [
+        (
+            "Exit code: 0\nWall time: 0.1 seconds\nOutput:\nProcess exited with code 1\n",
+            "Exit code: 0\nProcess exited with code 1\n",
+        ),
+        (
+            "Chunk ID: 1\nWall time: 0.1 seconds\nProcess running with session ID 3\nOutput:\n"
+            "Exit code: 4\n",
+            "Process running with session ID 3\nExit code: 4\n",
+        ),
+        ('{"output": "Exit code: 1", "metadata": {"exit_code": 0}}', "Exit code: 1"),
+        ("plain text that says Exit code: 1", "plain text that says Exit code: 1"),
+        ("{not json", "{not json"),
+    ],
+)
+def test_codex_exit_codes_printed_by_the_command_are_not_failures(output: str, result: str) -> None:
+    call = _codex_outcome(output)
+    assert (call.result, call.error) == (result, UNDEFINED)
+
+
+def test_codex_command_outputs_drop_what_changes_on_every_run() -> None:
+    """The same command printing the same thing twice must read as the same result, or a
+    command repeated without progress could never be seen as such."""
+    first = "Chunk ID: 4f1a\nWall time: 0.0512 seconds\nProcess exited with code 0\n"
+    second = "Chunk ID: 9b20\nWall time: 0.2301 seconds\nProcess exited with code 0\n"
+    tail = "Original token count: 2\nOutput:\nsame\n"
+    assert _codex_outcome(first + tail).result == _codex_outcome(second + tail).result
+    envelope = '{{"output": "same", "metadata": {{"exit_code": 0, "duration_seconds": {}}}}}'
+    assert _codex_outcome(envelope.format(0.1)).result == "same"
+    assert _codex_outcome(envelope.format(0.2)).result == "same"
 
 
 def test_responses_built_in_tool_calls_are_counted_with_their_outcomes() -> None:

@@ -21,7 +21,9 @@ string or content items), so a failed command shows only as the exit code in the
 formats for the model: ``{"output", "metadata": {"exit_code"}}`` (the ``shell`` tool),
 ``Exit code: N`` (``shell_command``, ``apply_patch``) or ``Process exited with code N``
 (``exec_command``) in the header before ``Output:``. A non-zero code is a failure, as a
-non-zero Bash exit is one in Claude Code (``is_error``). A response object
+non-zero Bash exit is one in Claude Code (``is_error``). The outcome replayed is the
+envelope's ``output``, or the header without its chunk id, wall time and token counts
+(they change on every run) followed by the output. A response object
 (``{"object": "response", "output": [...]}``) or a request body (``{"input": [...]}``) is
 read through its item list.
 
@@ -132,44 +134,69 @@ def _call_of(
 
 #: The header lines Codex puts before ``Output:`` that carry a command's exit code.
 _EXIT_LINE: Final = re.compile(r"(?:Exit code:|Process exited with code) (-?\d+)")
+#: Header lines that change on every run (a chunk id, timings, sizes) and say nothing of
+#: what the command did.
+_VOLATILE_LINE: Final = re.compile(
+    r"(?:Chunk ID|Wall time|Original token count|Total output lines):.*"
+)
 #: How many header lines are looked at (the header has at most five; the output follows).
 _HEADER_LINES: Final = 6
 
 
-def _exit_failure(output: object) -> str | None:
-    """The failure text of a Codex command output with a non-zero exit code, else ``None``.
+def _envelope_outcome(text: str) -> tuple[object, object] | None:
+    """``(result, error)`` of the ``shell`` tool's ``{"output", "metadata"}`` envelope."""
+    try:
+        envelope = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    metadata = envelope.get("metadata") if isinstance(envelope, Mapping) else None
+    code = metadata.get("exit_code") if isinstance(metadata, Mapping) else None
+    if not isinstance(envelope, Mapping) or not isinstance(code, int) or isinstance(code, bool):
+        return None
+    inner = envelope.get("output")
+    shown = inner if isinstance(inner, str) else text
+    return (shown, UNDEFINED) if code == 0 else (UNDEFINED, shown or text)
 
-    Only the formatted header is read (lines before ``Output:``, or the JSON envelope's
-    ``metadata``), never the command's own output, which may print anything. The failure
-    text is the envelope's ``output``, or the exit line followed by the output.
+
+def _header_outcome(text: str) -> tuple[str, int | None] | None:
+    """The text of a headed command output without its volatile lines, and its exit code.
+
+    ``None`` when the text has no Codex header (a line of it before ``Output:``).
+    """
+    header = text.split("\n", _HEADER_LINES)[:_HEADER_LINES]
+    if "Output:" not in header:
+        return None
+    lines = header[: header.index("Output:")]
+    codes = [int(m.group(1)) for line in lines if (m := _EXIT_LINE.fullmatch(line.strip()))]
+    if not codes and not any(_VOLATILE_LINE.fullmatch(line.strip()) for line in lines):
+        return None
+    kept = [line.strip() for line in lines if not _VOLATILE_LINE.fullmatch(line.strip())]
+    body = text.partition("\nOutput:\n")[2]
+    return "\n".join([*kept, body] if body else kept), (codes[0] if codes else None)
+
+
+def _command_outcome(output: object) -> tuple[object, object] | None:
+    """``(result, error)`` of a Codex command output, or ``None`` for any other output.
+
+    Codex formats what a command did for the model as a JSON envelope (``shell``) or a
+    header before ``Output:`` (``shell_command``, ``exec_command``, ``apply_patch``). A
+    non-zero exit code is a failure. The chunk id, wall time and token counts are dropped
+    from the text: they change on every run, so two runs of a command that printed the same
+    thing would never look the same, and a command repeated without progress could never
+    be seen as such. Only the header is read, never the command's own output, which may
+    print anything. Content items (code-mode ``exec``) keep their shape; only their exit
+    code is read.
     """
     text = output if isinstance(output, str) else content_text(output)
     if text.startswith("{") and '"metadata"' in text:
-        try:
-            envelope = json.loads(text)
-        except (ValueError, RecursionError):
-            return None
-        metadata = envelope.get("metadata") if isinstance(envelope, Mapping) else None
-        code = metadata.get("exit_code") if isinstance(metadata, Mapping) else None
-        if isinstance(code, int) and not isinstance(code, bool) and code != 0:
-            inner = envelope.get("output")
-            return inner if isinstance(inner, str) and inner else text
+        return _envelope_outcome(text) if isinstance(output, str) else None
+    headed = _header_outcome(text)
+    if headed is None:
         return None
-    header = text.split("\n", _HEADER_LINES)[:_HEADER_LINES]
-    for number, line in enumerate(header):
-        if line == "Output:":
-            break
-        match = _EXIT_LINE.fullmatch(line.strip())
-        if match is None:
-            continue
-        if int(match.group(1)) == 0:
-            return None
-        # The exit line and the output, without the chunk id and wall time: those change
-        # on every run and would make the same failure look like a new one each time.
-        rest = header[number + 1 :]
-        body = text.partition("\nOutput:\n")[2] if "Output:" in rest else ""
-        return f"{line.strip()}\n{body}" if body else line.strip()
-    return None
+    shown, code = headed
+    if code is not None and code != 0:
+        return UNDEFINED, shown
+    return (shown, UNDEFINED) if isinstance(output, str) else (output, UNDEFINED)
 
 
 def _shell_failure(chunks: object) -> str | None:
@@ -218,10 +245,8 @@ def _outcome(output: object) -> tuple[object, object]:
     if isinstance(output, Mapping) and output.get("success") is False:
         content = output.get("content", output.get("output", ""))
         return UNDEFINED, content if isinstance(content, str) else content_text(content)
-    failure = _exit_failure(output)
-    if failure is not None:
-        return UNDEFINED, failure
-    return output, UNDEFINED
+    command = _command_outcome(output)
+    return command if command is not None else (output, UNDEFINED)
 
 
 class ItemReader:
