@@ -47,7 +47,7 @@ def _calls(transcript: Transcript) -> list[ReplayCall]:
         ("openai-responses/builtin_tools.json", "openai-responses", 1, 8),
         ("gemini-cli/session-2025-09-18T10-00-8a1f3c52.json", "gemini-cli", 1, 4),
         ("gemini-cli/checkpoint-before-fix.json", "gemini-cli", 1, 2),
-        ("gemini-cli/session-2026-05-19T02-28-8b2e4f10.jsonl", "gemini-cli", 1, 4),
+        ("gemini-cli/session-2026-05-19T02-28-8b2e4f10.jsonl", "gemini-cli", 1, 7),
         ("cursor/3f1c9d2e-agent-transcript.jsonl", "cursor", 1, 4),
         ("cursor/agent-transcripts/4b7d2e10-9c3a-4f1e-8d55-2a6b0c9e7f31.txt", "cursor", 1, 5),
         ("claude-code-sdk/stream.jsonl", "claude-code-sdk", 2, 4),
@@ -286,7 +286,7 @@ def test_gemini_jsonl_session_folds_rewritten_messages_by_id() -> None:
     """A JSONL session rewrites a message whole as its calls finish: each call counts once,
     with its final outcome, and calls a rewind dropped from the context are still replayed."""
     transcript = _read("gemini-cli/session-2026-05-19T02-28-8b2e4f10.jsonl")
-    read, make, glob, main_c = _calls(transcript)
+    read, make, glob, main_c, *_shell = _calls(transcript)
     assert read.result == {"output": "all:\n\tgcc main.c\n"}
     assert make.error == "Command exited with code 2: make: gcc: No such file"
     assert read.batch is not None and read.batch == make.batch
@@ -295,6 +295,20 @@ def test_gemini_jsonl_session_folds_rewritten_messages_by_id() -> None:
     assert glob.result == {"output": "/work/app/main.c"}
     assert main_c.args == {"absolute_path": "/work/app/main.c"}
     assert any("rewound 1 time" in note for note in transcript.notes)
+
+
+def test_gemini_shell_commands_that_fail_are_failures() -> None:
+    """``run_shell_command`` records a failed command as ``success``: the exit code in the
+    fields ending its text is the failure; the PGID, new on every run, is left out."""
+    *_, first, again, built = _calls(_read("gemini-cli/session-2026-05-19T02-28-8b2e4f10.jsonl"))
+    assert first.result is UNDEFINED and isinstance(first.error, str)
+    assert "Exit Code: 2" in first.error and "PGID" not in first.error
+    assert first.error == again.error  # the same failure, though the PGIDs differ
+    assert built.error is UNDEFINED
+    assert built.result == {
+        "output": "Command: make\nDirectory: (root)\nOutput: cc main.c\nError: (none)\n"
+        "Exit Code: 0\nSignal: (none)"
+    }
 
 
 def test_gemini_jsonl_rewrite_never_loses_a_call() -> None:

@@ -10,6 +10,11 @@ calls it made in ``toolCalls``: ``{"id", "name", "args", "status": "success" | "
 call itself. The result replayed is the ``response`` of the ``functionResponse`` part (what
 the model was shown); ``status: "error"`` makes the call a failure, with the response's
 ``error`` text (else ``resultDisplay``); ``cancelled`` calls never ran and get no outcome.
+A shell command that ran but failed is still ``success``: ``run_shell_command`` reports it
+in the text it returns, whose last lines are fields (``Error: ...``, ``Exit Code: N``,
+``Signal: ...``, ``Background PIDs: ...``, ``Process Group PGID: N``). An error, a
+non-zero exit code or a signal there is a failure; the PIDs lines, new on every run, are
+dropped from the text, so one command repeated with the same output reads the same.
 
 **Gemini CLI JSONL sessions** (``session-<time>-<id>.jsonl``, the recording Gemini CLI
 writes since it stopped rewriting one whole document on every change, around 0.40): the same
@@ -36,7 +41,9 @@ The calls of one message form a batch (Gemini CLI schedules them together).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Final
 
 from loopwatch.core._undefined import UNDEFINED
 from loopwatch.transcripts._common import (
@@ -62,6 +69,47 @@ def _response_of(result: object) -> object:
     if len(responses) == 1:
         return responses[0]
     return responses if responses else result
+
+
+#: The fields ``run_shell_command`` ends its text with (the last is always the PGID).
+_SHELL_FIELD: Final = re.compile(
+    r"(Error|Exit Code|Signal|Background PIDs|Process Group PGID): (.*)"
+)
+_VOLATILE_FIELDS: Final = frozenset({"Background PIDs", "Process Group PGID"})
+_NONE: Final = "(none)"
+
+
+def _shell_outcome(response: object) -> tuple[object, object] | None:
+    """``(result, error)`` of a ``run_shell_command`` response, or ``None`` for another.
+
+    Only the trailing field lines are read (the command's output above them may print
+    anything); the text must end with the ``Process Group PGID`` field to be one.
+    """
+    if not isinstance(response, Mapping) or not isinstance(response.get("output"), str):
+        return None
+    text: str = response["output"]
+    lines = text.rstrip("\n").split("\n")
+    fields: dict[str, str] = {}
+    volatile: set[int] = set()
+    start = len(lines)
+    while start > 0 and (match := _SHELL_FIELD.fullmatch(lines[start - 1])) is not None:
+        if match.group(1) in fields:
+            break  # a field seen already: the command's own output from here up
+        start -= 1
+        fields[match.group(1)] = match.group(2).strip()
+        if match.group(1) in _VOLATILE_FIELDS:
+            volatile.add(start)
+    if "Process Group PGID" not in fields:
+        return None
+    shown = "\n".join(line for number, line in enumerate(lines) if number not in volatile)
+    failed = (
+        fields.get("Error", _NONE) != _NONE
+        or fields.get("Exit Code", _NONE) not in (_NONE, "0")
+        or fields.get("Signal", _NONE) != _NONE
+    )
+    if failed:
+        return UNDEFINED, shown
+    return {**response, "output": shown}, UNDEFINED
 
 
 def _error_text(call: Mapping[str, object], response: object) -> str:
@@ -134,7 +182,7 @@ def read_gemini_session(
             elif status == "error":
                 draft.error = _error_text(call, response)
             else:
-                draft.result = response
+                draft.result, draft.error = _shell_outcome(response) or (response, UNDEFINED)
     return book.finish()
 
 
@@ -277,7 +325,10 @@ def read_gemini_contents(contents: Sequence[object], path: str) -> Read:
                 draft_for.error = response["error"]
                 draft_for.result = UNDEFINED
             else:
-                draft_for.result = response
+                draft_for.result, draft_for.error = _shell_outcome(response) or (
+                    response,
+                    UNDEFINED,
+                )
     return book.finish()
 
 
