@@ -44,6 +44,7 @@ def _calls(transcript: Transcript) -> list[ReplayCall]:
             6,
         ),
         ("openai-responses/request.json", "openai-responses", 1, 4),
+        ("anthropic/server_tools.json", "anthropic", 1, 5),
         ("openai-responses/builtin_tools.json", "openai-responses", 1, 8),
         ("gemini-cli/session-2025-09-18T10-00-8a1f3c52.json", "gemini-cli", 1, 4),
         ("gemini-cli/checkpoint-before-fix.json", "gemini-cli", 1, 2),
@@ -269,6 +270,35 @@ def test_responses_built_in_tool_calls_are_counted_with_their_outcomes() -> None
     for hosted in (code, files, image):  # run on OpenAI's side: no outcome item
         assert hosted.result is UNDEFINED and hosted.error is UNDEFINED
     assert transcript.unmatched_results == 0
+
+
+def test_anthropic_server_and_mcp_tool_results_pair_in_the_same_message() -> None:
+    """Server tools and the MCP connector answer in the assistant message itself, with
+    ``<tool>_tool_result`` blocks; an ``..._error`` content or ``is_error`` is a failure."""
+    search, again, fetch, issues, read = _calls(_read("anthropic/server_tools.json"))
+    assert isinstance(search.result, list) and search.error is UNDEFINED
+    assert again.error == "web_search_tool_result_error: max_uses_exceeded"
+    assert fetch.error == "web_fetch_tool_error: url_not_accessible"
+    assert (issues.tool, issues.args, issues.error) == (
+        "list_issues",
+        {"state": "open"},
+        "rate limited",
+    )
+    assert read.result == "# loopwatch"
+
+
+def test_claude_code_split_message_server_result_on_a_later_line() -> None:
+    from loopwatch.transcripts import parse_text
+
+    def line(block: dict[str, object]) -> str:
+        message = {"id": "msg_1", "role": "assistant", "content": [block]}
+        return json.dumps({"type": "assistant", "sessionId": "s", "message": message})
+
+    use = {"type": "server_tool_use", "id": "srv_1", "name": "web_search", "input": {"q": "x"}}
+    error = {"type": "web_search_tool_result_error", "error_code": "unavailable"}
+    result = {"type": "web_search_tool_result", "tool_use_id": "srv_1", "content": error}
+    (call,) = _calls(parse_text(line(use) + "\n" + line(result) + "\n"))
+    assert call.error == "web_search_tool_result_error: unavailable"
 
 
 def test_gemini_session_outcomes_on_the_call() -> None:
