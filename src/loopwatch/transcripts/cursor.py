@@ -25,7 +25,7 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from typing import Final
 
-from loopwatch.transcripts._common import CallBook, CallDraft, Read, RunAssembler
+from loopwatch.transcripts._common import CallBook, CallDraft, Read, RunAssembler, text_lines
 from loopwatch.transcripts.anthropic import read_anthropic_messages
 from loopwatch.transcripts.model import TranscriptError
 from loopwatch.transcripts.openai_chat import SourcedMessage
@@ -75,7 +75,7 @@ _PARAMETER: Final = re.compile(r"  ([A-Za-z_][A-Za-z0-9_]*): ?(.*)")
 
 def is_cursor_text(text: str) -> bool:
     """Whether a text is a Cursor plain-text transcript (its first line opens a turn)."""
-    for line in text.splitlines():
+    for _number, line in text_lines(text):
         if line.strip():
             return line.strip() in _ROLE_LINES
     return False
@@ -136,7 +136,8 @@ def read_cursor_text(text: str, path: str) -> Read:
     del path  # every line of text is readable: there is nothing to reject
     calls = _TextCalls()
     in_assistant = False
-    for number, raw in enumerate(text.splitlines(), start=1):
+    for number, line in text_lines(text):
+        raw = line.removesuffix("\r")  # a file saved with Windows line ends
         if raw.strip() in _ROLE_LINES and not raw.startswith(" "):
             calls.close_group()
             in_assistant = raw.strip() == "assistant:"
