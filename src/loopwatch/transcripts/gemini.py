@@ -77,6 +77,8 @@ _SHELL_FIELD: Final = re.compile(
 )
 _VOLATILE_FIELDS: Final = frozenset({"Background PIDs", "Process Group PGID"})
 _NONE: Final = "(none)"
+#: How far from the end the PGID field is looked for (it is the last line).
+_TAIL: Final = 200
 
 
 def _shell_outcome(response: object) -> tuple[object, object] | None:
@@ -88,6 +90,8 @@ def _shell_outcome(response: object) -> tuple[object, object] | None:
     if not isinstance(response, Mapping) or not isinstance(response.get("output"), str):
         return None
     text: str = response["output"]
+    if "Process Group PGID: " not in text[-_TAIL:]:
+        return None  # not a shell command's text; and no need to split a long file read
     lines = text.rstrip("\n").split("\n")
     fields: dict[str, str] = {}
     volatile: set[int] = set()
