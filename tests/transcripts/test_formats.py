@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -36,10 +37,20 @@ def _calls(transcript: Transcript) -> list[ReplayCall]:
             5,
         ),
         ("codex/rollout-2025-05-07T17-24-21-legacy.jsonl", "codex", 1, 2),
+        (
+            "codex/rollout-2026-02-23T12-40-09-019c8a4c-0000-7000-8000-000000000007.jsonl",
+            "codex",
+            1,
+            6,
+        ),
         ("openai-responses/request.json", "openai-responses", 1, 4),
+        ("anthropic/server_tools.json", "anthropic", 1, 5),
+        ("openai-responses/builtin_tools.json", "openai-responses", 1, 8),
         ("gemini-cli/session-2025-09-18T10-00-8a1f3c52.json", "gemini-cli", 1, 4),
         ("gemini-cli/checkpoint-before-fix.json", "gemini-cli", 1, 2),
+        ("gemini-cli/session-2026-05-19T02-28-8b2e4f10.jsonl", "gemini-cli", 1, 7),
         ("cursor/3f1c9d2e-agent-transcript.jsonl", "cursor", 1, 4),
+        ("cursor/agent-transcripts/4b7d2e10-9c3a-4f1e-8d55-2a6b0c9e7f31.txt", "cursor", 1, 5),
         ("claude-code-sdk/stream.jsonl", "claude-code-sdk", 2, 4),
         ("claude-code-sdk/claude-execution-output.json", "claude-code-sdk", 2, 4),
         ("openclaw-trajectory/b475ccf4.trajectory.jsonl", "openclaw-trajectory", 1, 3),
@@ -165,6 +176,131 @@ def test_responses_items_inline_mcp_outcome_and_hosted_search() -> None:
     assert search.tool == "web_search" and search.result is UNDEFINED
 
 
+def test_codex_failed_commands_are_read_from_their_exit_code() -> None:
+    """Codex writes outputs as bare strings (no success flag): the exit code in the header
+    it formats for the model is the only failure signal, for each of its shell tools."""
+    transcript = _read(
+        "codex/rollout-2026-02-23T12-40-09-019c8a4c-0000-7000-8000-000000000007.jsonl"
+    )
+    shell, shell_command, exec_failed, exec_ok, patch, exec_again = _calls(transcript)
+    assert shell.error == "make: gcc: No such file or directory\n"
+    assert shell_command.error == "Exit code: 2\nmake: gcc: No such file or directory\n"
+    # no chunk id or wall time in the error: the same failure reads the same each time
+    assert exec_failed.error == "Process exited with code 2\nmake: gcc: No such file or directory\n"
+    for failed in (shell, shell_command, exec_failed):
+        assert failed.result is UNDEFINED
+    for ok in (exec_ok, patch, exec_again):
+        assert ok.error is UNDEFINED and isinstance(ok.result, str)
+    assert patch.tool == "apply_patch"
+    assert exec_ok.result == "Process exited with code 0\n/usr/bin/cc\n"
+    assert patch.result == "Exit code: 0\nSuccess. Updated the following files:\nM Makefile\n"
+
+
+def _codex_outcome(output: object) -> ReplayCall:
+    from loopwatch.transcripts import parse_text
+
+    lines = [
+        {"type": "session_meta", "payload": {"id": "s"}},
+        {
+            "type": "response_item",
+            "payload": {"type": "function_call", "name": "exec_command", "call_id": "c"},
+        },
+        {
+            "type": "response_item",
+            "payload": {"type": "function_call_output", "call_id": "c", "output": output},
+        },
+    ]
+    (call,) = _calls(parse_text("\n".join(json.dumps(line) for line in lines)))
+    return call
+
+
+@pytest.mark.parametrize(
+    ("output", "result"),
+    [
+        (
+            "Exit code: 0\nWall time: 0.1 seconds\nOutput:\nProcess exited with code 1\n",
+            "Exit code: 0\nProcess exited with code 1\n",
+        ),
+        (
+            "Chunk ID: 1\nWall time: 0.1 seconds\nProcess running with session ID 3\nOutput:\n"
+            "Exit code: 4\n",
+            "Process running with session ID 3\nExit code: 4\n",
+        ),
+        ('{"output": "Exit code: 1", "metadata": {"exit_code": 0}}', "Exit code: 1"),
+        ("plain text that says Exit code: 1", "plain text that says Exit code: 1"),
+        ("{not json", "{not json"),
+    ],
+)
+def test_codex_exit_codes_printed_by_the_command_are_not_failures(output: str, result: str) -> None:
+    call = _codex_outcome(output)
+    assert (call.result, call.error) == (result, UNDEFINED)
+
+
+def test_codex_command_outputs_drop_what_changes_on_every_run() -> None:
+    """The same command printing the same thing twice must read as the same result, or a
+    command repeated without progress could never be seen as such."""
+    first = "Chunk ID: 4f1a\nWall time: 0.0512 seconds\nProcess exited with code 0\n"
+    second = "Chunk ID: 9b20\nWall time: 0.2301 seconds\nProcess exited with code 0\n"
+    tail = "Original token count: 2\nOutput:\nsame\n"
+    assert _codex_outcome(first + tail).result == _codex_outcome(second + tail).result
+    envelope = '{{"output": "same", "metadata": {{"exit_code": 0, "duration_seconds": {}}}}}'
+    assert _codex_outcome(envelope.format(0.1)).result == "same"
+    assert _codex_outcome(envelope.format(0.2)).result == "same"
+
+
+def test_responses_built_in_tool_calls_are_counted_with_their_outcomes() -> None:
+    """Built-in tools (tool search, shell, apply_patch, computer use, hosted tools) are calls
+    the model made: each is counted, and paired with its own kind of outcome item."""
+    transcript = _read("openai-responses/builtin_tools.json")
+    search, make, which, patch, screenshot, code, files, image = _calls(transcript)
+    assert (search.tool, search.args) == ("tool_search", {"query": "build tools"})
+    assert isinstance(search.result, list) and search.result[0]["name"] == "make"
+    assert (make.tool, make.args["commands"]) == ("shell", ["make"])  # type: ignore[index]
+    assert make.error == "make: gcc: No such file or directory\n"
+    assert which.error is UNDEFINED and which.result is not UNDEFINED
+    assert patch.tool == "apply_patch" and patch.error == "context mismatch in Makefile"
+    assert patch.args == {
+        "type": "update_file",
+        "path": "Makefile",
+        "diff": "@@\n-CC=gcc\n+CC=cc\n",
+    }
+    assert screenshot.tool == "computer" and screenshot.result is not UNDEFINED
+    assert (code.tool, code.args) == ("code_interpreter", {"code": "print(2 + 2)"})
+    assert (files.tool, image.tool) == ("file_search", "image_generation")
+    for hosted in (code, files, image):  # run on OpenAI's side: no outcome item
+        assert hosted.result is UNDEFINED and hosted.error is UNDEFINED
+    assert transcript.unmatched_results == 0
+
+
+def test_anthropic_server_and_mcp_tool_results_pair_in_the_same_message() -> None:
+    """Server tools and the MCP connector answer in the assistant message itself, with
+    ``<tool>_tool_result`` blocks; an ``..._error`` content or ``is_error`` is a failure."""
+    search, again, fetch, issues, read = _calls(_read("anthropic/server_tools.json"))
+    assert isinstance(search.result, list) and search.error is UNDEFINED
+    assert again.error == "web_search_tool_result_error: max_uses_exceeded"
+    assert fetch.error == "web_fetch_tool_error: url_not_accessible"
+    assert (issues.tool, issues.args, issues.error) == (
+        "list_issues",
+        {"state": "open"},
+        "rate limited",
+    )
+    assert read.result == "# loopwatch"
+
+
+def test_claude_code_split_message_server_result_on_a_later_line() -> None:
+    from loopwatch.transcripts import parse_text
+
+    def line(block: dict[str, object]) -> str:
+        message = {"id": "msg_1", "role": "assistant", "content": [block]}
+        return json.dumps({"type": "assistant", "sessionId": "s", "message": message})
+
+    use = {"type": "server_tool_use", "id": "srv_1", "name": "web_search", "input": {"q": "x"}}
+    error = {"type": "web_search_tool_result_error", "error_code": "unavailable"}
+    result = {"type": "web_search_tool_result", "tool_use_id": "srv_1", "content": error}
+    (call,) = _calls(parse_text(line(use) + "\n" + line(result) + "\n"))
+    assert call.error == "web_search_tool_result_error: unavailable"
+
+
 def test_gemini_session_outcomes_on_the_call() -> None:
     transcript = _read("gemini-cli/session-2025-09-18T10-00-8a1f3c52.json")
     read, make, install, glob = _calls(transcript)
@@ -174,6 +310,59 @@ def test_gemini_session_outcomes_on_the_call() -> None:
     assert read.batch is not None and read.batch == make.batch
     assert read.tokens is not None and read.tokens + make.tokens == 1250  # type: ignore[operator]
     assert glob.result == {"output": "/work/app/main.c"}
+
+
+def test_gemini_jsonl_session_folds_rewritten_messages_by_id() -> None:
+    """A JSONL session rewrites a message whole as its calls finish: each call counts once,
+    with its final outcome, and calls a rewind dropped from the context are still replayed."""
+    transcript = _read("gemini-cli/session-2026-05-19T02-28-8b2e4f10.jsonl")
+    read, make, glob, main_c, *_shell = _calls(transcript)
+    assert read.result == {"output": "all:\n\tgcc main.c\n"}
+    assert make.error == "Command exited with code 2: make: gcc: No such file"
+    assert read.batch is not None and read.batch == make.batch
+    assert read.tokens is not None and read.tokens + make.tokens == 1250  # type: ignore[operator]
+    assert read.line == 4  # where the message first appeared
+    assert glob.result == {"output": "/work/app/main.c"}
+    assert main_c.args == {"absolute_path": "/work/app/main.c"}
+    assert any("rewound 1 time" in note for note in transcript.notes)
+
+
+def test_gemini_shell_commands_that_fail_are_failures() -> None:
+    """``run_shell_command`` records a failed command as ``success``: the exit code in the
+    fields ending its text is the failure; the PGID, new on every run, is left out."""
+    *_, first, again, built = _calls(_read("gemini-cli/session-2026-05-19T02-28-8b2e4f10.jsonl"))
+    assert first.result is UNDEFINED and isinstance(first.error, str)
+    assert "Exit Code: 2" in first.error and "PGID" not in first.error
+    assert first.error == again.error  # the same failure, though the PGIDs differ
+    assert built.error is UNDEFINED
+    assert built.result == {
+        "output": "Command: make\nDirectory: (root)\nOutput: cc main.c\nError: (none)\n"
+        "Exit Code: 0\nSignal: (none)"
+    }
+
+
+def test_gemini_jsonl_rewrite_never_loses_a_call() -> None:
+    from loopwatch.transcripts import parse_text
+
+    header = '{"sessionId": "s", "projectHash": "p", "startTime": "t"}'
+    first = (
+        '{"id": "g", "type": "gemini", "toolCalls": [{"id": "a", "name": "ls", "args": {}, '
+        '"status": "executing"}, {"id": "b", "name": "cat", "args": {}, "status": "executing"}]}'
+    )
+    later = (
+        '{"id": "g", "type": "gemini", "toolCalls": [{"id": "b", "name": "cat", "args": {}, '
+        '"status": "success", "result": [{"functionResponse": {"id": "b", "name": "cat", '
+        '"response": {"output": "x"}}}]}]}'
+    )
+    compressed = '{"$set": {"messages": [{"id": "c", "type": "user", "content": "summary"}]}}'
+    text = "\n".join([header, first, later, compressed]) + "\n"
+    transcript = parse_text(text, path="session.jsonl")
+    assert transcript.format == "gemini-cli"
+    ls, cat = _calls(transcript)
+    assert (ls.tool, ls.result) == ("ls", UNDEFINED)
+    assert (cat.tool, cat.result) == ("cat", {"output": "x"})
+    forced = parse_text(text, path="session.jsonl", format="gemini-cli")
+    assert forced.call_count == 2
 
 
 def test_gemini_contents_match_responses_by_name() -> None:
@@ -186,6 +375,48 @@ def test_cursor_calls_have_no_outcome_and_the_transcript_says_so() -> None:
     transcript = _read("cursor/3f1c9d2e-agent-transcript.jsonl")
     assert [call.tool for call in _calls(transcript)] == ["Glob", "Read", "Shell", "Shell"]
     assert any("no tool outcomes" in note for note in transcript.notes)
+
+
+def test_cursor_text_transcript_calls_parameters_and_batches() -> None:
+    """The plain-text transcripts Cursor wrote before its JSONL ones: each ``[Tool call]``
+    of an assistant turn is a call, with its parameters (multi-line values whole)."""
+    transcript = _read("cursor/agent-transcripts/4b7d2e10-9c3a-4f1e-8d55-2a6b0c9e7f31.txt")
+    ls, make, replace, write, rerun = _calls(transcript)
+    assert (ls.tool, ls.args) == (
+        "Shell",
+        {"command": "ls", "description": "List the project files"},
+    )
+    assert make.args["timeout"] == "120000"  # type: ignore[index]
+    assert ls.batch is not None and ls.batch == make.batch  # listed before their results
+    assert replace.args == {
+        "path": "/work/app/Makefile",
+        "old_string": "CC=gcc\nall:\n\t$(CC) main.c",
+        "new_string": "CC=cc\nall:\n\t$(CC) main.c",
+    }
+    assert write.args["contents"] == "# Build notes\n\nThe build uses `cc`."  # type: ignore[index]
+    assert rerun.batch is None and rerun.line == 53  # the one pasted in a user turn is text
+    assert all(call.result is UNDEFINED and call.error is UNDEFINED for call in _calls(transcript))
+    assert any("no tool outcomes" in note for note in transcript.notes)
+
+
+def test_cursor_text_result_without_its_call_is_a_doubt() -> None:
+    from loopwatch.transcripts import parse_text
+
+    text = "user:\nhi\n\nassistant:\n[Tool call] Read\n  path: a\n\n[Tool result] Shell\n"
+    transcript = parse_text(text, path="t.txt")
+    assert (transcript.format, transcript.call_count) == ("cursor", 1)
+    assert transcript.unmatched_results == 1
+    assert parse_text(text, path="t.txt", format="cursor").call_count == 1
+
+
+def test_cursor_text_transcripts_are_walked_only_in_their_folder(tmp_path: Path) -> None:
+    from loopwatch.transcripts import walk_transcripts
+
+    folder = tmp_path / "agent-transcripts"
+    folder.mkdir()
+    (folder / "a.txt").write_text("user:\nhi\n", encoding="utf-8")
+    (tmp_path / "notes.txt").write_text("user:\nhi\n", encoding="utf-8")
+    assert [Path(f).name for f in walk_transcripts([tmp_path]).files] == ["a.txt"]
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,12 @@ blocks; a later ``user`` message answers with ``{"type": "tool_result", "tool_us
 saw it (a string or a list of blocks; a missing one is ``""``, as the API reads it, never
 ``UNDEFINED``: SPEC §11.1). With ``is_error: true`` the call failed and its text is the error.
 ``usage`` on an assistant message (API responses carry it) is shared among its calls.
+Server tools (web search and fetch, code execution, tool search) and the MCP connector are
+calls too: ``server_tool_use`` / ``mcp_tool_use`` blocks, answered in the *same* assistant
+message by a ``<tool>_tool_result`` block (``web_search_tool_result``, ``mcp_tool_result``,
+...) with the ``tool_use_id``. A result whose ``content`` is an object of a type ending in
+``_error`` (``{"type": "web_search_tool_result_error", "error_code"}``), or an
+``mcp_tool_result`` with ``is_error: true``, is a failure.
 
 **Claude Code sessions** (``~/.claude/projects/<project>/<session>.jsonl``; not officially
 documented, shapes from community analyses of real files, e.g. alosec/claude-editor-hook
@@ -123,7 +129,7 @@ def _tool_uses(
 ) -> list[tuple[str, object, str | None]]:
     uses: list[tuple[str, object, str | None]] = []
     for block in _blocks(message):
-        if block.get("type") not in ("tool_use", "server_tool_use"):
+        if block.get("type") not in ("tool_use", "server_tool_use", "mcp_tool_use"):
             continue
         name = block.get("name")
         if not isinstance(name, str):
@@ -143,6 +149,17 @@ def xml_tool_uses(message: Mapping[str, object]) -> list[tuple[str, object, str 
             params = {m.group(1): m.group(2).strip() for m in _XML_PARAM.finditer(match.group(2))}
             uses.append((name, params, None))
     return uses
+
+
+def _server_error(content: object) -> str | None:
+    """The failure a server tool result reports (``{"type": "..._error", "error_code"}``)."""
+    if not isinstance(content, Mapping):
+        return None
+    kind = content.get("type")
+    if not isinstance(kind, str) or not kind.endswith("_error"):
+        return None
+    code = content.get("error_code")
+    return f"{kind}: {code}" if isinstance(code, str) else kind
 
 
 class _BlockMatcher:
@@ -200,6 +217,25 @@ class _BlockMatcher:
                 self.book.settle(draft, content, UNDEFINED, content)
         self._text_results(message)
 
+    def add_server_results(self, message: Mapping[str, object]) -> None:
+        """Settle server and MCP-connector calls from the result blocks of their message."""
+        for block in _blocks(message):
+            kind = block.get("type")
+            if not isinstance(kind, str) or not kind.endswith("_tool_result"):
+                continue
+            draft = self.book.answer(block.get("tool_use_id"))
+            if draft is None:
+                continue
+            self._forget(draft)
+            content = block.get("content")
+            error = _server_error(content)
+            if block.get("is_error") is True:
+                self.book.settle(draft, UNDEFINED, content_text(content) or "error", content)
+            elif error is not None:
+                self.book.settle(draft, UNDEFINED, error, content)
+            else:
+                self.book.settle(draft, content, UNDEFINED, content)
+
     def _text_results(self, message: Mapping[str, object]) -> None:
         for text in _texts(message):
             opening = CLINE_RESULT.match(text)
@@ -253,6 +289,7 @@ def read_anthropic_messages(
             if not uses and xml_tools:
                 uses = xml_tool_uses(message)
             matcher.add_calls(None, uses, usage_tokens(message.get("usage")), line)
+            matcher.add_server_results(message)
         elif role == "user":
             matcher.add_results(message)
     return matcher.finish()
@@ -301,17 +338,16 @@ def read_claude_code_records(records: Iterable[tuple[int | None, object]], path:
             matcher.add_results(message)
             continue
         uses = _tool_uses(message, path, line)
-        if not uses:
-            continue
-        tokens = usage_tokens(message.get("usage"))
-        message_id = message.get("id")
-        if isinstance(message_id, str):
-            if message_id in usage_spent:
-                tokens = 0 if tokens is not None else None
-            usage_spent.add(message_id)
-        matcher.add_calls(
-            run_id, uses, tokens, line, message_id if isinstance(message_id, str) else None
-        )
+        if uses:
+            tokens = usage_tokens(message.get("usage"))
+            message_id = message.get("id")
+            if isinstance(message_id, str):
+                if message_id in usage_spent:
+                    tokens = 0 if tokens is not None else None
+                usage_spent.add(message_id)
+            key = message_id if isinstance(message_id, str) else None
+            matcher.add_calls(run_id, uses, tokens, line, key)
+        matcher.add_server_results(message)  # a split message: results on a later line
     return matcher.finish(none_label="main")
 
 

@@ -4,10 +4,26 @@
 of items told apart by ``type``. Calls are ``function_call`` (``name``, ``arguments`` a JSON
 string, ``call_id``), ``custom_tool_call`` (``name``, free-text ``input``),
 ``local_shell_call`` (``action``: ``{"type": "exec", "command": [...]}``), ``mcp_call``
-(``name``, ``arguments``, with its ``output`` / ``error`` inline), ``tool_search_call`` and
-``web_search_call`` (hosted tools; no outcome item). Outcomes are ``function_call_output``
-and ``custom_tool_call_output`` (``call_id``, ``output``: a string, or a list of content
-items). An ``output`` object with ``"success": false`` is a failure. A response object
+(``name``, ``arguments``, with its ``output`` / ``error`` inline), and the built-in tools,
+named by their item type: ``tool_search_call`` (answered by ``tool_search_output``, whose
+``tools`` are the result), ``shell_call`` (``action.commands``; ``shell_call_output``
+chunks whose ``outcome`` is an exit code or a timeout), ``apply_patch_call``
+(``operation``; ``apply_patch_call_output`` with ``status: "failed"`` on failure),
+``computer_call`` (``action``; ``computer_call_output``), and the hosted
+``web_search_call``, ``image_generation_call``, ``file_search_call`` and
+``code_interpreter_call``, which run on OpenAI's side and have no outcome item. Each of
+them is a call the model made, so a file that holds them has them counted: leaving them
+out would report a loop of them as nothing. Outcomes are ``function_call_output`` and
+``custom_tool_call_output`` (``call_id``, ``output``: a string, or a list of content
+items). An ``output`` object with ``"success": false`` is a failure. Codex itself never
+writes that flag into a rollout (its ``FunctionCallOutputPayload`` serialises as the bare
+string or content items), so a failed command shows only as the exit code in the text it
+formats for the model: ``{"output", "metadata": {"exit_code"}}`` (the ``shell`` tool),
+``Exit code: N`` (``shell_command``, ``apply_patch``) or ``Process exited with code N``
+(``exec_command``) in the header before ``Output:``. A non-zero code is a failure, as a
+non-zero Bash exit is one in Claude Code (``is_error``). The outcome replayed is the
+envelope's ``output``, or the header without its chunk id, wall time and token counts
+(they change on every run) followed by the output. A response object
 (``{"object": "response", "output": [...]}``) or a request body (``{"input": [...]}``) is
 read through its item list.
 
@@ -27,6 +43,8 @@ copies (a resumed session) and are counted once.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterable, Mapping
 from typing import Final
 
@@ -51,10 +69,24 @@ CALL_TYPES: Final = frozenset(
         "mcp_call",
         "tool_search_call",
         "web_search_call",
+        "shell_call",
+        "apply_patch_call",
+        "computer_call",
+        "image_generation_call",
+        "file_search_call",
+        "code_interpreter_call",
     }
 )
 OUTPUT_TYPES: Final = frozenset(
-    {"function_call_output", "custom_tool_call_output", "local_shell_call_output"}
+    {
+        "function_call_output",
+        "custom_tool_call_output",
+        "local_shell_call_output",
+        "tool_search_output",
+        "shell_call_output",
+        "apply_patch_call_output",
+        "computer_call_output",
+    }
 )
 #: Every item type of the Responses API a transcript may hold (for detection).
 RESPONSES_TYPES: Final = CALL_TYPES | OUTPUT_TYPES | frozenset({"message", "reasoning"})
@@ -62,11 +94,22 @@ RESPONSES_TYPES: Final = CALL_TYPES | OUTPUT_TYPES | frozenset({"message", "reas
 ROLLOUT_TYPES: Final = frozenset(
     {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
 )
-_HOSTED_NAMES: Final = {
-    "local_shell_call": "local_shell",
-    "web_search_call": "web_search",
-    "tool_search_call": "tool_search",
+#: Built-in tools: no ``name`` on the item; the key holding what the model asked for.
+_HOSTED: Final = {
+    "local_shell_call": ("local_shell", "action"),
+    "web_search_call": ("web_search", "action"),
+    "tool_search_call": ("tool_search", "arguments"),
+    "shell_call": ("shell", "action"),
+    "apply_patch_call": ("apply_patch", "operation"),
+    "computer_call": ("computer", "action"),
+    "image_generation_call": ("image_generation", "revised_prompt"),
+    "file_search_call": ("file_search", "queries"),
+    "code_interpreter_call": ("code_interpreter", "code"),
 }
+#: Hosted tools that run on OpenAI's side: no outcome item ever follows their call.
+_NO_OUTCOME_ITEM: Final = frozenset(
+    {"web_search_call", "image_generation_call", "file_search_call", "code_interpreter_call"}
+)
 
 
 def _call_of(
@@ -75,9 +118,12 @@ def _call_of(
     kind = str(item.get("type"))
     raw_id = item.get("call_id") if item.get("call_id") is not None else item.get("id")
     call_id = optional_id(raw_id if isinstance(raw_id, (str, int)) else None, path, line, "call_id")
-    if kind in _HOSTED_NAMES:
-        args = item.get("action", item.get("arguments", {}))
-        return _HOSTED_NAMES[kind], decode_arguments(args), call_id
+    if kind in _HOSTED:
+        tool, key = _HOSTED[kind]
+        if key in ("action", "arguments", "operation"):
+            args = item.get(key, item.get("action", item.get("arguments", {})))
+            return tool, decode_arguments(args), call_id
+        return tool, {key: item.get(key)} if key in item else {}, call_id
     name = item.get("name")
     if not isinstance(name, str):
         raise TranscriptError(path, line, f'a {kind} item needs a string "name"')
@@ -86,12 +132,121 @@ def _call_of(
     return name, decode_arguments(item.get("arguments")), call_id
 
 
+#: The header lines Codex puts before ``Output:`` that carry a command's exit code.
+_EXIT_LINE: Final = re.compile(r"(?:Exit code:|Process exited with code) (-?\d+)")
+#: Header lines that change on every run (a chunk id, timings, sizes) and say nothing of
+#: what the command did.
+_VOLATILE_LINE: Final = re.compile(
+    r"(?:Chunk ID|Wall time|Original token count|Total output lines):.*"
+)
+#: How many header lines are looked at (the header has at most five; the output follows).
+_HEADER_LINES: Final = 6
+
+
+def _envelope_outcome(text: str) -> tuple[object, object] | None:
+    """``(result, error)`` of the ``shell`` tool's ``{"output", "metadata"}`` envelope."""
+    try:
+        envelope = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    metadata = envelope.get("metadata") if isinstance(envelope, Mapping) else None
+    code = metadata.get("exit_code") if isinstance(metadata, Mapping) else None
+    if not isinstance(envelope, Mapping) or not isinstance(code, int) or isinstance(code, bool):
+        return None
+    inner = envelope.get("output")
+    shown = inner if isinstance(inner, str) else text
+    return (shown, UNDEFINED) if code == 0 else (UNDEFINED, shown or text)
+
+
+def _header_outcome(text: str) -> tuple[str, int | None] | None:
+    """The text of a headed command output without its volatile lines, and its exit code.
+
+    ``None`` when the text has no Codex header (a line of it before ``Output:``).
+    """
+    header = text.split("\n", _HEADER_LINES)[:_HEADER_LINES]
+    if "Output:" not in header:
+        return None
+    lines = header[: header.index("Output:")]
+    codes = [int(m.group(1)) for line in lines if (m := _EXIT_LINE.fullmatch(line.strip()))]
+    if not codes and not any(_VOLATILE_LINE.fullmatch(line.strip()) for line in lines):
+        return None
+    kept = [line.strip() for line in lines if not _VOLATILE_LINE.fullmatch(line.strip())]
+    body = text.partition("\nOutput:\n")[2]
+    return "\n".join([*kept, body] if body else kept), (codes[0] if codes else None)
+
+
+def _command_outcome(output: object) -> tuple[object, object] | None:
+    """``(result, error)`` of a Codex command output, or ``None`` for any other output.
+
+    Codex formats what a command did for the model as a JSON envelope (``shell``) or a
+    header before ``Output:`` (``shell_command``, ``exec_command``, ``apply_patch``). A
+    non-zero exit code is a failure. The chunk id, wall time and token counts are dropped
+    from the text: they change on every run, so two runs of a command that printed the same
+    thing would never look the same, and a command repeated without progress could never
+    be seen as such. Only the header is read, never the command's own output, which may
+    print anything. Content items (code-mode ``exec``) keep their shape; only their exit
+    code is read.
+    """
+    text = output if isinstance(output, str) else content_text(output)
+    if text.startswith("{") and '"metadata"' in text:
+        return _envelope_outcome(text) if isinstance(output, str) else None
+    headed = _header_outcome(text)
+    if headed is None:
+        return None
+    shown, code = headed
+    if code is not None and code != 0:
+        return UNDEFINED, shown
+    return (shown, UNDEFINED) if isinstance(output, str) else (output, UNDEFINED)
+
+
+def _shell_failure(chunks: object) -> str | None:
+    """The failure text of a ``shell_call_output`` (chunks with an ``outcome``), else ``None``.
+
+    A chunk that timed out or exited non-zero makes the call a failure; the text is what
+    the chunks printed (stderr first), or the outcome when they printed nothing.
+    """
+    if not isinstance(chunks, list):
+        return None
+    failed: list[str] = []
+    texts: list[str] = []
+    for chunk in chunks:
+        if not isinstance(chunk, Mapping):
+            continue
+        texts.extend(
+            text for key in ("stderr", "stdout") if isinstance(text := chunk.get(key), str) and text
+        )
+        outcome = chunk.get("outcome")
+        if not isinstance(outcome, Mapping):
+            continue
+        code = outcome.get("exit_code")
+        if outcome.get("type") == "timeout":
+            failed.append("timeout")
+        elif isinstance(code, int) and not isinstance(code, bool) and code != 0:
+            failed.append(f"exit code {code}")
+    if not failed:
+        return None
+    return "\n".join(texts) if texts else ", ".join(failed)
+
+
+def _item_outcome(kind: str, item: Mapping[str, object], output: object) -> tuple[object, object]:
+    """``(result, error)`` of an outcome item of type ``kind`` (its payload is ``output``)."""
+    if kind == "shell_call_output":
+        failure = _shell_failure(output)
+        return (output, UNDEFINED) if failure is None else (UNDEFINED, failure)
+    if kind == "apply_patch_call_output" and item.get("status") == "failed":
+        return UNDEFINED, output if isinstance(output, str) and output else "failed"
+    if kind in ("tool_search_output", "computer_call_output", "apply_patch_call_output"):
+        return output, UNDEFINED
+    return _outcome(output)
+
+
 def _outcome(output: object) -> tuple[object, object]:
     """``(result, error)`` of an output item's ``output``."""
     if isinstance(output, Mapping) and output.get("success") is False:
         content = output.get("content", output.get("output", ""))
         return UNDEFINED, content if isinstance(content, str) else content_text(content)
-    return output, UNDEFINED
+    command = _command_outcome(output)
+    return command if command is not None else (output, UNDEFINED)
 
 
 class ItemReader:
@@ -127,15 +282,15 @@ class ItemReader:
                     draft.error = error
                 elif "output" in item:
                     draft.result = item.get("output")
-            elif kind == "web_search_call" and call_id is not None:
-                self.book.pending.pop(call_id, None)  # hosted: no outcome item follows
+            elif kind in _NO_OUTCOME_ITEM and call_id is not None:
+                self.book.pending.pop(call_id, None)
             return
         self._close_group()
         if kind in OUTPUT_TYPES:
             draft = self.book.answer(item.get("call_id"))
             if draft is not None:
-                output = item.get("output")
-                result, error = _outcome(output)
+                output = item.get("tools") if kind == "tool_search_output" else item.get("output")
+                result, error = _item_outcome(kind, item, output)
                 self.book.settle(draft, result, error, output)
 
     def finish(self) -> Read:

@@ -16,10 +16,13 @@ other way round):
    JSONL; ``traceSchema: openclaw-trajectory`` → OpenClaw trajectory; a Codex envelope
    (``session_meta``, ``response_item``, ...) or legacy header → Codex; ``traj`` →
    tau-bench; ``instance_id`` + ``history`` → OpenHands evaluation output; an OpenClaw entry
-   type → OpenClaw; ``session_id`` records → Claude Code SDK; a Claude Code record
+   type → OpenClaw; ``session_id`` records → Claude Code SDK; a ``sessionId`` +
+   ``projectHash`` header → Gemini CLI (JSONL sessions); a Claude Code record
    (``sessionId``, ``parentUuid``, ``user`` / ``assistant`` / ``summary`` types) → Claude
    Code; a Responses item → Responses; ``role`` + ``message`` → Cursor; a bare ``role`` →
    chat messages, one a line.
+3. Not JSON at all, but a first line ``user:`` / ``assistant:``: a Cursor plain-text
+   agent transcript.
 
 Valid JSON of any other shape is :class:`NotATranscript`, naming its top-level keys.
 """
@@ -45,11 +48,18 @@ from loopwatch.transcripts.codex import (
     read_codex,
     read_responses_items,
 )
-from loopwatch.transcripts.cursor import is_cursor_line, read_cursor
+from loopwatch.transcripts.cursor import (
+    is_cursor_line,
+    is_cursor_text,
+    read_cursor,
+    read_cursor_text,
+)
 from loopwatch.transcripts.gemini import (
     is_gemini_contents,
+    is_gemini_jsonl_header,
     is_gemini_session,
     read_gemini_contents,
+    read_gemini_jsonl,
     read_gemini_session,
 )
 from loopwatch.transcripts.loopwatch_jsonl import read_loopwatch
@@ -276,6 +286,8 @@ def _line_format(first: object, path: str, line: int) -> FormatName | None:
         return "openclaw"
     if kind is not None and "session_id" in first and "sessionId" not in first:
         return "claude-code-sdk"
+    if is_gemini_jsonl_header(first):  # before Claude Code: both name a sessionId
+        return "gemini-cli"
     if kind in _CLAUDE_CODE_TYPES or "sessionId" in first or "parentUuid" in first:
         return "claude-code"
     if kind in RESPONSES_TYPES:
@@ -331,6 +343,7 @@ def _line_read(fmt: FormatName, text: str, path: str) -> Read | None:
         "tau-bench": lambda: read_taubench(list(lines), path),
         "openhands": lambda: _openhands_lines(text, path),
         "openai-responses": lambda: read_responses_items(lines, path),
+        "gemini-cli": lambda: read_gemini_jsonl(lines, path),
     }
     reader = readers.get(fmt)
     return reader() if reader is not None else None
@@ -384,6 +397,8 @@ def parse_text(text: str, *, path: str = "<text>", format: FormatName | None = N
             return _transcript(path, found[0], found[1])
         if format is None:
             raise _not_a_transcript(path, document)
+    if format in (None, "cursor") and document is None and is_cursor_text(text):
+        return _transcript(path, "cursor", read_cursor_text(text, path))
     try:
         first = _first_value(text, path)
     except TranscriptError:

@@ -10,6 +10,25 @@ calls it made in ``toolCalls``: ``{"id", "name", "args", "status": "success" | "
 call itself. The result replayed is the ``response`` of the ``functionResponse`` part (what
 the model was shown); ``status: "error"`` makes the call a failure, with the response's
 ``error`` text (else ``resultDisplay``); ``cancelled`` calls never ran and get no outcome.
+A shell command that ran but failed is still ``success``: ``run_shell_command`` reports it
+in the text it returns, whose last lines are fields (``Error: ...``, ``Exit Code: N``,
+``Signal: ...``, ``Background PIDs: ...``, ``Process Group PGID: N``). An error, a
+non-zero exit code or a signal there is a failure; the PIDs lines, new on every run, are
+dropped from the text, so one command repeated with the same output reads the same.
+
+**Gemini CLI JSONL sessions** (``session-<time>-<id>.jsonl``, the recording Gemini CLI
+writes since it stopped rewriting one whole document on every change, around 0.40): the same
+``ConversationRecord`` as an append-only log. The first line is the header (``sessionId``,
+``projectHash``, ``startTime``, ...); then each line is a message record (as above), a
+``{"$set": {...}}`` metadata patch (whose ``messages``, when present, replace the model's
+context: session start, compression, a rolled-back turn) or a ``{"$rewindTo": id}`` marker.
+A message is written again, whole and under the same ``id``, each time its tool calls or
+tokens change, so the lines are an upsert log, not a list: read line by line, every call
+would count two or three times (scheduled, then finished) and pair with its first, empty
+state. The reader folds the log by message id (the last version of each call wins, in the
+order calls first appeared). Calls that a ``$set`` or a rewind later dropped from the
+model's context still ran, so they are still replayed (a note says how many rewinds there
+were).
 
 **Gemini API contents** (``/chat save`` checkpoints, ``checkpoint-<tag>.json``, and request
 bodies ``{"contents": [...]}``): ``{"role": "user" | "model", "parts": [...]}`` where a
@@ -22,7 +41,9 @@ The calls of one message form a batch (Gemini CLI schedules them together).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Final
 
 from loopwatch.core._undefined import UNDEFINED
 from loopwatch.transcripts._common import (
@@ -50,6 +71,51 @@ def _response_of(result: object) -> object:
     return responses if responses else result
 
 
+#: The fields ``run_shell_command`` ends its text with (the last is always the PGID).
+_SHELL_FIELD: Final = re.compile(
+    r"(Error|Exit Code|Signal|Background PIDs|Process Group PGID): (.*)"
+)
+_VOLATILE_FIELDS: Final = frozenset({"Background PIDs", "Process Group PGID"})
+_NONE: Final = "(none)"
+#: How far from the end the PGID field is looked for (it is the last line).
+_TAIL: Final = 200
+
+
+def _shell_outcome(response: object) -> tuple[object, object] | None:
+    """``(result, error)`` of a ``run_shell_command`` response, or ``None`` for another.
+
+    Only the trailing field lines are read (the command's output above them may print
+    anything); the text must end with the ``Process Group PGID`` field to be one.
+    """
+    if not isinstance(response, Mapping) or not isinstance(response.get("output"), str):
+        return None
+    text: str = response["output"]
+    if "Process Group PGID: " not in text[-_TAIL:]:
+        return None  # not a shell command's text; and no need to split a long file read
+    lines = text.rstrip("\n").split("\n")
+    fields: dict[str, str] = {}
+    volatile: set[int] = set()
+    start = len(lines)
+    while start > 0 and (match := _SHELL_FIELD.fullmatch(lines[start - 1])) is not None:
+        if match.group(1) in fields:
+            break  # a field seen already: the command's own output from here up
+        start -= 1
+        fields[match.group(1)] = match.group(2).strip()
+        if match.group(1) in _VOLATILE_FIELDS:
+            volatile.add(start)
+    if "Process Group PGID" not in fields:
+        return None
+    shown = "\n".join(line for number, line in enumerate(lines) if number not in volatile)
+    failed = (
+        fields.get("Error", _NONE) != _NONE
+        or fields.get("Exit Code", _NONE) not in (_NONE, "0")
+        or fields.get("Signal", _NONE) != _NONE
+    )
+    if failed:
+        return UNDEFINED, shown
+    return {**response, "output": shown}, UNDEFINED
+
+
 def _error_text(call: Mapping[str, object], response: object) -> str:
     if isinstance(response, Mapping) and isinstance(response.get("error"), str):
         return str(response["error"])
@@ -68,8 +134,15 @@ def _gemini_tokens(message: Mapping[str, object]) -> int | None:
     return usage_tokens(message.get("usage"))
 
 
-def read_gemini_session(messages: Sequence[object], path: str) -> Read:
+def read_gemini_session(
+    messages: Sequence[object], path: str, lines: Sequence[int | None] = ()
+) -> Read:
     """Read the ``messages`` of a Gemini CLI session as one run.
+
+    Args:
+        messages: the session's messages, in order.
+        path: for error messages.
+        lines: the source line of each message (JSONL sessions), when known.
 
     Raises:
         TranscriptError: a message or tool call that is not an object, or a call without a
@@ -77,8 +150,9 @@ def read_gemini_session(messages: Sequence[object], path: str) -> Read:
     """
     book = CallBook(RunAssembler())
     for number, message in enumerate(messages, start=1):
+        line = lines[number - 1] if number <= len(lines) else None
         if not isinstance(message, Mapping):
-            raise TranscriptError(path, None, f"message {number}: expected a JSON object")
+            raise TranscriptError(path, line, f"message {number}: expected a JSON object")
         calls = message.get("toolCalls")
         if not isinstance(calls, list) or not calls:
             continue
@@ -87,11 +161,17 @@ def read_gemini_session(messages: Sequence[object], path: str) -> Read:
         for call, tokens in zip(calls, shares, strict=True):
             if not isinstance(call, Mapping) or not isinstance(call.get("name"), str):
                 raise TranscriptError(
-                    path, None, f'message {number}: a tool call needs a string "name"'
+                    path, line, f'message {number}: a tool call needs a string "name"'
                 )
-            call_id = optional_id(call.get("id"), path, None, "id")
+            call_id = optional_id(call.get("id"), path, line, "id")
             draft = book.call(
-                None, str(call["name"]), call.get("args", {}), call_id, tokens=tokens, batch=batch
+                None,
+                str(call["name"]),
+                call.get("args", {}),
+                call_id,
+                tokens=tokens,
+                line=line,
+                batch=batch,
             )
             if draft is None:
                 continue
@@ -106,8 +186,90 @@ def read_gemini_session(messages: Sequence[object], path: str) -> Read:
             elif status == "error":
                 draft.error = _error_text(call, response)
             else:
-                draft.result = response
+                draft.result, draft.error = _shell_outcome(response) or (response, UNDEFINED)
     return book.finish()
+
+
+def _call_key(call: object) -> str | None:
+    return call["id"] if isinstance(call, Mapping) and isinstance(call.get("id"), str) else None
+
+
+def _merged(old: Mapping[str, object], new: Mapping[str, object]) -> dict[str, object]:
+    """A message rewritten under its id: the new version, keeping calls it no longer lists.
+
+    Each call takes its newest state (a finished call replaces its scheduled copy); a call
+    only the old version lists stays where it was, so a rewrite can never lose a call.
+    """
+    merged = dict(new)
+    old_calls, new_calls = old.get("toolCalls"), new.get("toolCalls")
+    if not isinstance(old_calls, list) or not old_calls:
+        return merged
+    if not isinstance(new_calls, list) or not new_calls:
+        merged["toolCalls"] = old_calls
+        return merged
+    newest = {key: call for call in new_calls if (key := _call_key(call)) is not None}
+    calls: list[object] = []
+    for call in old_calls:
+        key = _call_key(call)
+        if key is not None:  # an id-less old call is restated, if at all, by the new list
+            calls.append(newest.pop(key, call))
+    calls.extend(c for c in new_calls if (key := _call_key(c)) is None or key in newest)
+    merged["toolCalls"] = calls
+    return merged
+
+
+def read_gemini_jsonl(records: Iterable[tuple[int, object]], path: str) -> Read:
+    """Read a Gemini CLI JSONL session (an upsert log of messages) as one run.
+
+    Raises:
+        TranscriptError: a line that is not an object, or a malformed message or call.
+    """
+    messages: dict[str, tuple[int, dict[str, object]]] = {}
+    rewinds = 0
+
+    def upsert(line: int, message: object) -> None:
+        if not isinstance(message, Mapping):
+            raise TranscriptError(path, line, "a session message: expected a JSON object")
+        raw_id = message.get("id")
+        key = raw_id if isinstance(raw_id, str) else f"#line{line}:{len(messages)}"
+        if key in messages:
+            first_line, old = messages[key]
+            messages[key] = (first_line, _merged(old, message))
+        else:
+            messages[key] = (line, dict(message))
+
+    for line, value in records:
+        if not isinstance(value, Mapping):
+            raise TranscriptError(path, line, "a session line: expected a JSON object")
+        if "$rewindTo" in value:
+            rewinds += 1
+        elif "$set" in value:
+            patch = value.get("$set")
+            replaced = patch.get("messages") if isinstance(patch, Mapping) else None
+            for message in replaced if isinstance(replaced, list) else []:
+                upsert(line, message)
+        elif "type" in value or "toolCalls" in value:
+            upsert(line, value)
+        elif isinstance(value.get("messages"), list):  # a header carrying messages
+            for message in value["messages"]:
+                upsert(line, message)
+        # else: the header (sessionId, projectHash, ...) or a metadata-only line
+    ordered = list(messages.values())
+    read = read_gemini_session([m for _l, m in ordered], path, [line for line, _m in ordered])
+    if not rewinds:
+        return read
+    note = f"conversation rewound {rewinds} time(s): calls made before a rewind still replayed"
+    return Read(read.runs, read.unmatched, (*read.notes, note))
+
+
+def is_gemini_jsonl_header(first: Mapping[str, object]) -> bool:
+    """Whether a JSONL first line is the header of a Gemini CLI JSONL session."""
+    return (
+        "projectHash" in first
+        and "sessionId" in first
+        and "type" not in first
+        and "parentUuid" not in first
+    )
 
 
 def _parts(content: Mapping[str, object]) -> list[Mapping[str, object]]:
@@ -167,7 +329,10 @@ def read_gemini_contents(contents: Sequence[object], path: str) -> Read:
                 draft_for.error = response["error"]
                 draft_for.result = UNDEFINED
             else:
-                draft_for.result = response
+                draft_for.result, draft_for.error = _shell_outcome(response) or (
+                    response,
+                    UNDEFINED,
+                )
     return book.finish()
 
 
@@ -193,7 +358,9 @@ def is_gemini_contents(items: Sequence[object]) -> bool:
 
 __all__ = [
     "is_gemini_contents",
+    "is_gemini_jsonl_header",
     "is_gemini_session",
     "read_gemini_contents",
+    "read_gemini_jsonl",
     "read_gemini_session",
 ]

@@ -152,6 +152,17 @@ class Found:
     ignored: tuple[TranscriptError, ...]
 
 
+#: The folder Cursor keeps its agent transcripts in; only there is a ``.txt`` file read
+#: (a ``.txt`` anywhere else is almost never a transcript).
+CURSOR_TRANSCRIPT_FOLDER: Final = "agent-transcripts"
+
+
+def _is_cursor_text_file(folder: str, suffix: str) -> bool:
+    return suffix == ".txt" and os.path.basename(os.path.normpath(folder)) == (
+        CURSOR_TRANSCRIPT_FOLDER
+    )
+
+
 def _walk(
     folder: str,
     seen_dirs: set[tuple[int, int]],
@@ -182,7 +193,7 @@ def _walk(
             yield from _walk(entry.path, seen_dirs, seen_files, ignored)
             continue
         suffix = os.path.splitext(entry.name)[1].lower()
-        if suffix not in TRANSCRIPT_SUFFIXES:
+        if suffix not in TRANSCRIPT_SUFFIXES and not _is_cursor_text_file(folder, suffix):
             continue
         if not stat.S_ISREG(info.st_mode):
             ignored.append(TranscriptError(entry.path, None, f"skipped: {_kind_of(info.st_mode)}"))
@@ -201,8 +212,9 @@ def walk_transcripts(paths: Iterable[str | os.PathLike[str]]) -> Found:
     """Expand files and folders (recursively, each folder and file once) into files to read.
 
     Folders contribute their ``.jsonl`` / ``.json`` / ``.ndjson`` / ``.traj`` regular files
-    in name order (hidden entries, side files and special files left out and counted);
-    files named explicitly are always included when they are regular files.
+    (and the ``.txt`` files of a Cursor ``agent-transcripts`` folder) in name order
+    (hidden entries, side files and special files left out and counted); files named
+    explicitly are always included when they are regular files.
     """
     files: list[str] = []
     explicit: set[str] = set()
