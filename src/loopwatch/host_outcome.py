@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Mapping
 from typing import Final
 
@@ -98,4 +99,59 @@ def as_outcome(result: object) -> object:
         return result
 
 
-__all__ = ["MAX_OUTCOME_DEPTH", "VOLATILE_RESULT_KEYS", "as_outcome", "is_openclaw_shaped"]
+# --- Gemini CLI's shell text --------------------------------------------------------------
+
+#: The fields ``run_shell_command`` ends its text with (google-gemini/gemini-cli
+#: ``packages/core/src/tools/shell.ts``; the last is always the process group id).
+_SHELL_FIELD: Final = re.compile(
+    r"(Error|Exit Code|Signal|Background PIDs|Process Group PGID): (.*)"
+)
+#: The fields that name this run's processes: a new number on every run of a command.
+_VOLATILE_FIELDS: Final = frozenset({"Background PIDs", "Process Group PGID"})
+_NONE: Final = "(none)"
+#: How far from the end the PGID field is looked for (it is the last line).
+_TAIL: Final = 200
+
+
+def gemini_shell_text(text: str) -> tuple[str, bool] | None:
+    """A Gemini CLI shell result: its text without the process-id lines, and whether the
+    command failed; ``None`` for a text that is not a shell result.
+
+    Gemini CLI ends every ``run_shell_command`` text with ``Process Group PGID: N``, so two
+    runs with the same output never had the same outcome, and it reports a failed command
+    as a success whose text says ``Exit Code: 1`` (or ``Error: ...``, ``Signal: ...``).
+    Only the trailing field lines are read (the command's own output above them may print
+    anything); the text must end with the ``Process Group PGID`` field to be one. Both the
+    hook (``loopwatch hook gemini``) and the transcript reader use this.
+    """
+    if "Process Group PGID: " not in text[-_TAIL:]:
+        return None  # not a shell command's text; and no need to split a long file read
+    lines = text.rstrip("\n").split("\n")
+    fields: dict[str, str] = {}
+    volatile: set[int] = set()
+    start = len(lines)
+    while start > 0 and (match := _SHELL_FIELD.fullmatch(lines[start - 1])) is not None:
+        if match.group(1) in fields:
+            break  # a field seen already: the command's own output from here up
+        start -= 1
+        fields[match.group(1)] = match.group(2).strip()
+        if match.group(1) in _VOLATILE_FIELDS:
+            volatile.add(start)
+    if "Process Group PGID" not in fields:
+        return None
+    shown = "\n".join(line for number, line in enumerate(lines) if number not in volatile)
+    failed = (
+        fields.get("Error", _NONE) != _NONE
+        or fields.get("Exit Code", _NONE) not in (_NONE, "0")
+        or fields.get("Signal", _NONE) != _NONE
+    )
+    return shown, failed
+
+
+__all__ = [
+    "MAX_OUTCOME_DEPTH",
+    "VOLATILE_RESULT_KEYS",
+    "as_outcome",
+    "gemini_shell_text",
+    "is_openclaw_shaped",
+]

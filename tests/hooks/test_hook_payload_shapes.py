@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from _hookkit import DATA, HookRunner, denied
 
+from loopwatch import UNDEFINED
 from loopwatch.host_outcome import as_outcome
 
 
@@ -136,6 +137,27 @@ def test_gemini_shell_output_is_kept_apart_from_its_pgid() -> None:
     assert result("Output: a\nProcess Group PGID: 1") == result("Output: a\nProcess Group PGID: 2")
     assert result("Output: a\nProcess Group PGID: 1") != result("Output: b\nProcess Group PGID: 1")
     assert result("Output: Process Group PGID: 7") == "Output: Process Group PGID: 7"
+
+
+def test_a_failed_gemini_shell_command_is_recorded_as_its_error() -> None:
+    # Gemini CLI reports a failed command as a success whose text ends with its exit code
+    # (packages/core/src/tools/shell.ts); the transcript reader reads it the same way.
+    from loopwatch.hooks import gemini
+
+    def outcome(content: str) -> tuple[object, object]:
+        event = gemini.parse(
+            json.loads(_gemini("AfterTool", tool_response={"llmContent": content}))
+        )
+        return event.result, event.error
+
+    failed = "Output: 1 failed\nExit Code: 1\nProcess Group PGID: 48213"
+    assert outcome(failed) == (UNDEFINED, "Output: 1 failed\nExit Code: 1")
+    signalled = "Output: (empty)\nSignal: 9\nProcess Group PGID: 2"
+    assert outcome(signalled) == (UNDEFINED, "Output: (empty)\nSignal: 9")
+    passed = "Output: ok\nExit Code: 0\nProcess Group PGID: 3"
+    assert outcome(passed) == ("Output: ok\nExit Code: 0", UNDEFINED)
+    # A text that merely mentions the fields is the command's own output.
+    assert outcome("Output: Exit Code: 1") == ("Output: Exit Code: 1", UNDEFINED)
 
 
 @pytest.mark.parametrize("agent", ["claude-code", "codex"])

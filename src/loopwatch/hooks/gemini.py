@@ -4,8 +4,9 @@ Contract (google-gemini/gemini-cli ``packages/core/src/hooks/types.ts``, ``hookR
 and ``docs/hooks/reference.md``): stdin carries ``session_id``, ``hook_event_name``,
 ``timestamp``; ``BeforeTool`` adds ``tool_name`` and ``tool_input``; ``AfterTool`` adds
 ``tool_response`` (``{llmContent, returnDisplay, error?}``; the shell tool's
-``llmContent`` is ``Output: ...``, ``Exit Code: N`` when not 0, ``Process Group PGID: N``,
-whose process ids are left out of the outcome). There is no turn id: the session is the
+``llmContent`` is ``Output: ...``, ``Exit Code: N`` when not 0, ``Process Group PGID: N``:
+the process ids are left out of the outcome, and a failed command, which Gemini CLI reports
+as a success, is recorded as the error it is, as ``loopwatch scan`` reads it). There is no turn id: the session is the
 run. ``PreCompress`` is advisory (it cannot block) and arms the guard.
 
 Answers: ``{"decision": "deny", "reason": ...}`` blocks (the reason reaches the model as
@@ -21,6 +22,7 @@ from typing import Any, Final
 
 from loopwatch.core._undefined import UNDEFINED
 from loopwatch.hooks._core import HookEvent, HookResult, Outcome, text
+from loopwatch.host_outcome import gemini_shell_text
 
 AGENT: Final = "gemini"
 REMEMBER_RUN: Final = False
@@ -29,24 +31,7 @@ FAIL_OPEN: Final = HookResult("{}", 0)
 _KINDS: Final = {"BeforeTool": "before", "AfterTool": "after", "PreCompress": "compaction"}
 
 
-#: The shell tool's ``llmContent`` lines that name this run's processes
-#: (``packages/core/src/tools/shell.ts``: ``Process Group PGID: {pid}``, ``Background PIDs:
-#: ...``): a new number on every run of the same command.
-_PROCESS_LINES: Final = ("Process Group PGID: ", "Background PIDs: ")
 SHELL_TOOL: Final = "run_shell_command"
-
-
-def _without_pids(content: str) -> str:
-    """The shell tool's text without its process-id lines.
-
-    Gemini CLI ends every ``run_shell_command`` result with ``Process Group PGID: N``, so
-    two runs with the same output never had the same outcome and a command repeated with
-    no progress was never stopped; the lines say nothing about the command's result.
-    """
-    if "PGID: " not in content and "PIDs: " not in content:
-        return content
-    lines = content.split("\n")
-    return "\n".join(line for line in lines if not line.startswith(_PROCESS_LINES))
 
 
 def _outcome(tool: str | None, response: object) -> tuple[object, object]:
@@ -60,7 +45,10 @@ def _outcome(tool: str | None, response: object) -> tuple[object, object]:
     if "llmContent" in response:
         content = response["llmContent"]
         if tool == SHELL_TOOL and isinstance(content, str):
-            content = _without_pids(content)
+            read = gemini_shell_text(content)
+            if read is not None:  # without its process ids; a failed command is an error
+                shown, failed = read
+                return (UNDEFINED, shown) if failed else (shown, UNDEFINED)
         return content, UNDEFINED
     return response, UNDEFINED
 

@@ -41,11 +41,10 @@ The calls of one message form a batch (Gemini CLI schedules them together).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Final
 
 from loopwatch.core._undefined import UNDEFINED
+from loopwatch.host_outcome import gemini_shell_text
 from loopwatch.transcripts._common import (
     CallBook,
     CallDraft,
@@ -71,46 +70,15 @@ def _response_of(result: object) -> object:
     return responses if responses else result
 
 
-#: The fields ``run_shell_command`` ends its text with (the last is always the PGID).
-_SHELL_FIELD: Final = re.compile(
-    r"(Error|Exit Code|Signal|Background PIDs|Process Group PGID): (.*)"
-)
-_VOLATILE_FIELDS: Final = frozenset({"Background PIDs", "Process Group PGID"})
-_NONE: Final = "(none)"
-#: How far from the end the PGID field is looked for (it is the last line).
-_TAIL: Final = 200
-
-
 def _shell_outcome(response: object) -> tuple[object, object] | None:
-    """``(result, error)`` of a ``run_shell_command`` response, or ``None`` for another.
-
-    Only the trailing field lines are read (the command's output above them may print
-    anything); the text must end with the ``Process Group PGID`` field to be one.
-    """
+    """``(result, error)`` of a ``run_shell_command`` response, or ``None`` for another
+    (:func:`loopwatch.host_outcome.gemini_shell_text`)."""
     if not isinstance(response, Mapping) or not isinstance(response.get("output"), str):
         return None
-    text: str = response["output"]
-    if "Process Group PGID: " not in text[-_TAIL:]:
-        return None  # not a shell command's text; and no need to split a long file read
-    lines = text.rstrip("\n").split("\n")
-    fields: dict[str, str] = {}
-    volatile: set[int] = set()
-    start = len(lines)
-    while start > 0 and (match := _SHELL_FIELD.fullmatch(lines[start - 1])) is not None:
-        if match.group(1) in fields:
-            break  # a field seen already: the command's own output from here up
-        start -= 1
-        fields[match.group(1)] = match.group(2).strip()
-        if match.group(1) in _VOLATILE_FIELDS:
-            volatile.add(start)
-    if "Process Group PGID" not in fields:
+    read = gemini_shell_text(response["output"])
+    if read is None:
         return None
-    shown = "\n".join(line for number, line in enumerate(lines) if number not in volatile)
-    failed = (
-        fields.get("Error", _NONE) != _NONE
-        or fields.get("Exit Code", _NONE) not in (_NONE, "0")
-        or fields.get("Signal", _NONE) != _NONE
-    )
+    shown, failed = read
     if failed:
         return UNDEFINED, shown
     return {**response, "output": shown}, UNDEFINED
