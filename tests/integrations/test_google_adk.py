@@ -210,3 +210,22 @@ async def test_session_and_run_ids_can_be_chosen() -> None:
     await run_async(runner)
     history = guard.history(session_key=f"user:{USER}")
     assert [r.run_id for r in history] == ["r-1"] * 3
+
+
+@pytest.mark.parametrize("scenario", [BY_NAME["repeat"], BY_NAME["parallel"]], ids=lambda s: s.name)
+async def test_a_guard_tool_function_as_the_tool_is_guarded_once(scenario: Scenario) -> None:
+    # Two layers on one guard and session: the plugin guards the call, the guard.tool
+    # function passes it through (one record, one warning, and the block still comes).
+    guard, events = make_guard()
+    tools = Tools()
+    read_file = guard.tool(tools.read_file, session_key="s-1", name="read_file")
+    model = ScriptedModel(scenario.script)
+    agent = LlmAgent(name="reader", model=model, tools=[read_file])
+    app = App(name="app", root_agent=agent, plugins=[LoopGuardPlugin(guard)])
+    shown = responses(await run_async(InMemoryRunner(app=app)))
+
+    assert tools.runs["read_file"] == scenario.executions
+    assert blocks(events) == scenario.blocks
+    assert len(guard.history(session_key="s-1")) == scenario.executions
+    assert not any(scenario.warning in str(r.get("result")) for r in shown)
+    assert sum(WARNING_KEY in r for r in shown) == 1
