@@ -165,3 +165,22 @@ async def test_async_tools_and_a_chosen_session() -> None:
     assert runs == 20
     assert blocks(events) == 40
     assert {r.run_id for r in guard.history(session_key="thread-9")} == {"r-1"}
+
+
+@pytest.mark.parametrize("scenario", [BY_NAME["repeat"], BY_NAME["parallel"]], ids=lambda s: s.name)
+async def test_a_guard_tool_function_as_the_tool_is_guarded_once(scenario: Scenario) -> None:
+    # Two layers on one guard and session: the function middleware guards the call, the
+    # guard.tool function passes it through (one record, one warning, the block comes).
+    guard, events = make_guard()
+    tools = Tools()
+    agent = Agent(
+        client=ScriptedChatClient(scenario.script),
+        tools=[guard.tool(tools.read_file, session_key="s-1", name="read_file")],
+        middleware=loopguard_middleware(guard, session_key="s-1"),
+    )
+    results = [text(r) for r in shown(await agent.run("Summarise notes.txt"))]
+
+    assert tools.runs["read_file"] == scenario.executions
+    assert blocks(events) == scenario.blocks
+    assert len(guard.history(session_key="s-1")) == scenario.executions
+    assert sum(scenario.warning in r for r in results) == 1

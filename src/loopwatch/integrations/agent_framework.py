@@ -29,6 +29,9 @@
   them together (``guard.abefore_batch``) for the function middleware to take: identical
   calls of one response count as the repeats they are, and one critical blocks them all.
 
+A ``guard.tool`` function used as a tool of the agent, with the same guard and session,
+passes its calls through: each call is guarded and recorded once (by the middleware).
+
 Sessions: the session is the ``AgentSession``'s ``session_id``; a run without a session uses
 ``session_key`` (default ``"agent-framework"``, shared by every sessionless run: pass a
 session, or a ``session_key`` callable taking the middleware context). The framework has no
@@ -179,7 +182,12 @@ class LoopGuardFunctionMiddleware(FunctionMiddleware):
             context.result = tc.message
             return
         try:
-            await call_next()
+            # While the function runs, a guard.tool function used as the tool (same guard
+            # and session) passes the call through instead of guarding and recording it a
+            # second time, which would count each call twice and, recording the warned
+            # text as the outcome, keep the identical-outcome block from ever coming.
+            with tc.scope():
+                await call_next()
         except (MiddlewareFailure, LoopDetectedError):
             raise
         except Exception as exc:
