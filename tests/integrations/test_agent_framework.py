@@ -5,7 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from agent_framework import Agent, AgentResponse, Message
+from agent_framework import (
+    Agent,
+    AgentResponse,
+    ChatResponse,
+    ChatResponseUpdate,
+    Message,
+    ResponseStream,
+)
 from framework_matrix import BY_NAME, SINGLE, Scenario, Tools, blocks, check_answers, make_guard
 
 from loopwatch import LoopDetectedError
@@ -184,3 +191,52 @@ async def test_a_guard_tool_function_as_the_tool_is_guarded_once(scenario: Scena
     assert blocks(events) == scenario.blocks
     assert len(guard.history(session_key="s-1")) == scenario.executions
     assert sum(scenario.warning in r for r in results) == 1
+
+
+class StreamingScriptedClient(ScriptedChatClient):
+    """The scripted client, answering ``stream=True`` requests with one update per turn."""
+
+    def _inner_get_response(  # type: ignore[override]
+        self, *, messages: Any, stream: bool, options: Any, **kwargs: Any
+    ) -> Any:
+        if not stream:
+            return super()._inner_get_response(
+                messages=messages, stream=stream, options=options, **kwargs
+            )
+
+        async def updates() -> Any:
+            response = await super(StreamingScriptedClient, self)._inner_get_response(
+                messages=messages, stream=False, options=options, **kwargs
+            )
+            for message in response.messages:
+                yield ChatResponseUpdate(role="assistant", contents=list(message.contents))
+
+        return ResponseStream(updates(), finalizer=ChatResponse.from_updates)
+
+
+@pytest.mark.parametrize("name", ["unknown", "parallel"])
+async def test_a_streamed_run_is_screened_like_a_plain_one(name: str) -> None:
+    # agent.run(..., stream=True): the chat middleware screens the stream's final response
+    # (which the framework invokes functions from), so calls of missing tools are recorded
+    # and blocked, and a response's calls are admitted together (18 runs, not 21).
+    scenario = BY_NAME[name]
+    guard, events = make_guard()
+    tools = Tools()
+    client = StreamingScriptedClient(scenario.script)
+    agent = Agent(
+        client=client,
+        tools=[tools.read_file, tools.list_dir, tools.flaky_read],
+        middleware=loopguard_middleware(guard),
+    )
+    session = agent.create_session()
+    await agent.run("Summarise notes.txt", session=session, stream=True).get_final_response()
+
+    history = guard.history(session_key=session.session_id)
+    if name == "unknown":
+        # The 11th call is blocked: the turn ends there, the model is not asked again.
+        assert [r.unknown_tool_name for r in history] == ["open_file"] * 10
+        assert blocks(events) == 1
+        assert len(client.read) == 10
+    else:
+        assert tools.total == scenario.executions
+        assert blocks(events) == scenario.blocks

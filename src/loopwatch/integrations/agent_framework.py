@@ -28,6 +28,9 @@
   The framework runs one response's calls concurrently, so the chat middleware also admits
   them together (``guard.abefore_batch``) for the function middleware to take: identical
   calls of one response count as the repeats they are, and one critical blocks them all.
+  A streamed run (``agent.run(..., stream=True)``) is screened the same way, on the stream's
+  final response, which the framework invokes functions from; updates already streamed are
+  left as they came (a replaced turn's calls stay in them, never answered).
 
 A ``guard.tool`` function used as a tool of the agent, with the same guard and session,
 passes its calls through: each call is guarded and recorded once (by the middleware).
@@ -57,6 +60,7 @@ from agent_framework import (
     FunctionInvocationContext,
     FunctionMiddleware,
     Message,
+    ResponseStream,
 )
 from agent_framework._middleware import ChatMiddlewareLayer, MiddlewareFailure
 from agent_framework._tools import FunctionInvocationLayer
@@ -239,8 +243,27 @@ class LoopGuardChatMiddleware(ChatMiddleware):
         """Screen the model's response for calls of missing tools."""
         await call_next()
         response = context.result
-        if not isinstance(response, ChatResponse):
-            return  # a streamed response: its calls are only known once consumed
+        if isinstance(response, ChatResponse):
+            replaced = await self._screen(context, response)
+            if replaced is not None:
+                context.result = replaced
+        elif isinstance(response, ResponseStream):
+            # A streamed response (``agent.run(..., stream=True)``): its calls are known once
+            # the stream is consumed. The framework invokes functions from the stream's final
+            # response, so the same screening runs as a result hook there; without it, calls
+            # of missing tools went unrecorded and a response's calls were not admitted
+            # together (a stuck model read "not found" until the iteration limit).
+
+            async def screen(final: ChatResponse[Any]) -> ChatResponse[Any] | None:
+                return await self._screen(context, final)
+
+            response.with_result_hook(screen)
+
+    async def _screen(
+        self, context: ChatContext, response: ChatResponse[Any]
+    ) -> ChatResponse | None:
+        """Record calls of missing tools, run the stream guard and admit the runnable calls
+        together; the plain answer that replaces ``response``, if any."""
         known = [getattr(t, "name", None) for t in (context.options or {}).get("tools") or ()]
         calls = [c for m in response.messages for c in m.contents if c.type == "function_call"]
         session, run = self._ids.ids(context)
@@ -258,16 +281,14 @@ class LoopGuardChatMiddleware(ChatMiddleware):
             await _start(tc)
             if tc.blocked:
                 # The framework would answer the call itself: answer the turn instead.
-                context.result = _text_response(str(tc.message))
-                return
+                return _text_response(str(tc.message))
             tc.error(unknown_tool_error(str(call.name)))
             await tc.afinish()
         text = self.streams.observe(
             session, [c.name for c in calls], [k for k in known if k], agent_id=self._ids.agent_id
         )
         if text is not None:
-            context.result = _text_response(text)
-            return
+            return _text_response(text)
         runnable = [c for c in calls if c.name in known]
         if self._admissions is not None and len(runnable) >= 2:
             batch = [
@@ -284,6 +305,7 @@ class LoopGuardChatMiddleware(ChatMiddleware):
                 for call in runnable
             ]
             await self._admissions.aadmit(self._ids.guard, batch)
+        return None
 
 
 def loopguard_middleware(
