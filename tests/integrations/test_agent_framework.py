@@ -132,9 +132,10 @@ async def test_end_run_on_a_missing_tool() -> None:
 async def test_a_lower_unknown_tool_threshold_ends_the_streak_sooner() -> None:
     guard, _ = make_guard(config={"enabled": True, "unknownToolThreshold": 3})
     agent = make_agent(BY_NAME["unknown"].script, Tools(), loopguard_middleware(guard))
-    response = await agent.run("go")
+    session = agent.create_session()
+    response = await agent.run("go", session=session)
     assert response.text == texts.UNKNOWN_TOOL_CRITICAL.format(name="open_file", count=3)
-    assert len(guard.history(session_key=DEFAULT_SESSION)) == 3
+    assert len(guard.history(session_key=session.session_id)) == 3
 
 
 async def test_warn_model_off_and_shadow_mode() -> None:
@@ -240,3 +241,28 @@ async def test_a_streamed_run_is_screened_like_a_plain_one(name: str) -> None:
     else:
         assert tools.total == scenario.executions
         assert blocks(events) == scenario.blocks
+
+
+async def test_each_run_without_a_session_is_a_session_of_its_own() -> None:
+    # 25 independent sessionless runs that each read the same file once are healthy: none
+    # is warned or blocked (they shared one session before, warned at the 11th run and
+    # blocked from the 21st). Within one sessionless run the loop is still caught.
+    guard, events = make_guard()
+    tools = Tools()
+    for _ in range(25):
+        agent = make_agent(LoopScript(times=1), tools, loopguard_middleware(guard))
+        assert str(BY_NAME["repeat"].warning) not in text(shown(await agent.run("go"))[0])
+    assert tools.total == 25
+    assert events == []
+
+    agent = make_agent(BY_NAME["repeat"].script, tools, loopguard_middleware(guard))
+    await agent.run("go")
+    assert blocks(events) == BY_NAME["repeat"].blocks
+
+
+async def test_without_the_agent_middleware_sessionless_runs_share_the_default() -> None:
+    guard, _ = make_guard()
+    _agent_middleware, function, chat = loopguard_middleware(guard)
+    for _ in range(3):
+        await make_agent(LoopScript(times=1), Tools(), [function, chat]).run("go")
+    assert len(guard.history(session_key=DEFAULT_SESSION)) == 3

@@ -11,7 +11,7 @@
     session = agent.create_session()
     await agent.run("Summarise notes.txt", session=session)
 
-:func:`loopguard_middleware` returns the two middleware (SPEC §11):
+:func:`loopguard_middleware` returns these middleware (SPEC §11):
 
 * :class:`LoopGuardFunctionMiddleware` (a ``FunctionMiddleware``) guards every call of a
   function tool. A blocked call gets the blocked message as its result and the function is
@@ -31,15 +31,18 @@
   A streamed run (``agent.run(..., stream=True)``) is screened the same way, on the stream's
   final response, which the framework invokes functions from; updates already streamed are
   left as they came (a replaced turn's calls stay in them, never answered).
+* :class:`LoopGuardAgentMiddleware` (an ``AgentMiddleware``) gives each run without an
+  ``AgentSession`` a session of its own (see Sessions below).
 
 A ``guard.tool`` function used as a tool of the agent, with the same guard and session,
 passes its calls through: each call is guarded and recorded once (by the middleware).
 
-Sessions: the session is the ``AgentSession``'s ``session_id``; a run without a session uses
-``session_key`` (default ``"agent-framework"``, shared by every sessionless run: pass a
-session, or a ``session_key`` callable taking the middleware context). The framework has no
-per-run id visible to middleware, so no run id is recorded unless ``run_id`` is given. A host
-that compacts the conversation calls ``guard.compaction_retry(session_key=...)``.
+Sessions: the session is the ``AgentSession``'s ``session_id``; a run without a session is a
+session of its own (:class:`LoopGuardAgentMiddleware`, the third middleware of
+:func:`loopguard_middleware`; without it, every sessionless run shares ``"agent-framework"``),
+or ``session_key`` when given (a string, or a callable taking the middleware context). The
+framework has no per-run id visible to middleware, so no run id is recorded unless ``run_id``
+is given. A host that compacts the conversation calls ``guard.compaction_retry(session_key=...)``.
 
 ``on_critical="end_run"`` raises :class:`LoopDetectedFailure`, which is both a
 :class:`~loopwatch.LoopDetectedError` and the framework's ``MiddlewareFailure`` (the signal
@@ -48,10 +51,14 @@ that aborts the run instead of becoming a tool error), out of ``agent.run``.
 
 from __future__ import annotations
 
+import contextvars
+import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final, TypeAlias
 
 from agent_framework import (
+    AgentContext,
+    AgentMiddleware,
     BaseChatClient,
     ChatContext,
     ChatMiddleware,
@@ -82,8 +89,14 @@ from loopwatch.testing import LoopScript
 #: A session key or run id: fixed, or computed from the middleware's context.
 IdSource: TypeAlias = "str | Callable[[Any], object] | None"
 
-#: The session of runs without an ``AgentSession`` when no ``session_key`` is given.
+#: The session of runs without an ``AgentSession`` when no ``session_key`` is given and
+#: no :class:`LoopGuardAgentMiddleware` gave the run a session of its own.
 DEFAULT_SESSION: Final = "agent-framework"
+#: The session :class:`LoopGuardAgentMiddleware` gave the current run without an
+#: ``AgentSession``.
+_RUN_SESSION: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "loopwatch_agent_framework_run_session", default=None
+)
 #: What the framework shows the model for a function that raised (without detailed errors).
 FUNCTION_FAILED: Final = "Error: Function failed."
 
@@ -121,7 +134,10 @@ class _Ids:
         session = self.session_key(context) if callable(self.session_key) else self.session_key
         if session is None:
             agent_session = getattr(context, "session", None)
-            session = agent_session.session_id if agent_session is not None else DEFAULT_SESSION
+            if agent_session is not None:
+                session = agent_session.session_id
+            else:
+                session = _RUN_SESSION.get() or DEFAULT_SESSION
         run = self.run_id(context) if callable(self.run_id) else self.run_id
         return session, run
 
@@ -308,6 +324,30 @@ class LoopGuardChatMiddleware(ChatMiddleware):
         return None
 
 
+class LoopGuardAgentMiddleware(AgentMiddleware):
+    """Gives each run without an ``AgentSession`` a session of its own.
+
+    Such a run starts a new conversation (the framework keeps no history for it), so its
+    calls are not the repeats of another run's: without this middleware every sessionless
+    run of the process shared :data:`DEFAULT_SESSION`, and independent healthy runs that
+    each read the same file once were warned at the 11th run and blocked from the 21st.
+    """
+
+    async def process(
+        self, context: AgentContext, call_next: Callable[[], Awaitable[None]]
+    ) -> None:
+        """Run the agent, in a fresh session when it has no ``AgentSession``."""
+        if context.session is not None:
+            await call_next()
+            return
+        token = _RUN_SESSION.set(f"{DEFAULT_SESSION}:{uuid.uuid4().hex}")
+        await call_next()
+        if not context.stream:
+            # A streamed run is consumed after this returns: its session stays set in this
+            # context (the next sessionless run sets its own).
+            _RUN_SESSION.reset(token)
+
+
 def loopguard_middleware(
     guard: LoopGuard,
     *,
@@ -316,9 +356,10 @@ def loopguard_middleware(
     agent_id: str | None = None,
     warn_model: bool = True,
     on_critical: OnCritical = "block_call",
-) -> list[FunctionMiddleware | ChatMiddleware]:
-    """Both middleware for one guard, for ``Agent(middleware=...)``, sharing the
-    decisions of whole model responses."""
+) -> list[AgentMiddleware | FunctionMiddleware | ChatMiddleware]:
+    """The middleware for one guard, for ``Agent(middleware=...)``: the function and chat
+    middleware, sharing the decisions of whole model responses, and the agent middleware
+    that gives each run without an ``AgentSession`` a session of its own."""
     ids: dict[str, Any] = {
         "session_key": session_key,
         "run_id": run_id,
@@ -326,6 +367,7 @@ def loopguard_middleware(
         "admissions": Admissions(),
     }
     return [
+        LoopGuardAgentMiddleware(),
         LoopGuardFunctionMiddleware(guard, warn_model=warn_model, on_critical=on_critical, **ids),
         LoopGuardChatMiddleware(guard, on_critical=on_critical, **ids),
     ]
@@ -374,6 +416,7 @@ __all__ = [
     "DEFAULT_SESSION",
     "FUNCTION_FAILED",
     "LoopDetectedFailure",
+    "LoopGuardAgentMiddleware",
     "LoopGuardChatMiddleware",
     "LoopGuardFunctionMiddleware",
     "ScriptedChatClient",
