@@ -5,7 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from agent_framework import Agent, AgentResponse, Message
+from agent_framework import (
+    Agent,
+    AgentResponse,
+    ChatResponse,
+    ChatResponseUpdate,
+    Message,
+    ResponseStream,
+)
 from framework_matrix import BY_NAME, SINGLE, Scenario, Tools, blocks, check_answers, make_guard
 
 from loopwatch import LoopDetectedError
@@ -125,9 +132,10 @@ async def test_end_run_on_a_missing_tool() -> None:
 async def test_a_lower_unknown_tool_threshold_ends_the_streak_sooner() -> None:
     guard, _ = make_guard(config={"enabled": True, "unknownToolThreshold": 3})
     agent = make_agent(BY_NAME["unknown"].script, Tools(), loopguard_middleware(guard))
-    response = await agent.run("go")
+    session = agent.create_session()
+    response = await agent.run("go", session=session)
     assert response.text == texts.UNKNOWN_TOOL_CRITICAL.format(name="open_file", count=3)
-    assert len(guard.history(session_key=DEFAULT_SESSION)) == 3
+    assert len(guard.history(session_key=session.session_id)) == 3
 
 
 async def test_warn_model_off_and_shadow_mode() -> None:
@@ -165,3 +173,96 @@ async def test_async_tools_and_a_chosen_session() -> None:
     assert runs == 20
     assert blocks(events) == 40
     assert {r.run_id for r in guard.history(session_key="thread-9")} == {"r-1"}
+
+
+@pytest.mark.parametrize("scenario", [BY_NAME["repeat"], BY_NAME["parallel"]], ids=lambda s: s.name)
+async def test_a_guard_tool_function_as_the_tool_is_guarded_once(scenario: Scenario) -> None:
+    # Two layers on one guard and session: the function middleware guards the call, the
+    # guard.tool function passes it through (one record, one warning, the block comes).
+    guard, events = make_guard()
+    tools = Tools()
+    agent = Agent(
+        client=ScriptedChatClient(scenario.script),
+        tools=[guard.tool(tools.read_file, session_key="s-1", name="read_file")],
+        middleware=loopguard_middleware(guard, session_key="s-1"),
+    )
+    results = [text(r) for r in shown(await agent.run("Summarise notes.txt"))]
+
+    assert tools.runs["read_file"] == scenario.executions
+    assert blocks(events) == scenario.blocks
+    assert len(guard.history(session_key="s-1")) == scenario.executions
+    assert sum(scenario.warning in r for r in results) == 1
+
+
+class StreamingScriptedClient(ScriptedChatClient):
+    """The scripted client, answering ``stream=True`` requests with one update per turn."""
+
+    def _inner_get_response(  # type: ignore[override]
+        self, *, messages: Any, stream: bool, options: Any, **kwargs: Any
+    ) -> Any:
+        if not stream:
+            return super()._inner_get_response(
+                messages=messages, stream=stream, options=options, **kwargs
+            )
+
+        async def updates() -> Any:
+            response = await super(StreamingScriptedClient, self)._inner_get_response(
+                messages=messages, stream=False, options=options, **kwargs
+            )
+            for message in response.messages:
+                yield ChatResponseUpdate(role="assistant", contents=list(message.contents))
+
+        return ResponseStream(updates(), finalizer=ChatResponse.from_updates)
+
+
+@pytest.mark.parametrize("name", ["unknown", "parallel"])
+async def test_a_streamed_run_is_screened_like_a_plain_one(name: str) -> None:
+    # agent.run(..., stream=True): the chat middleware screens the stream's final response
+    # (which the framework invokes functions from), so calls of missing tools are recorded
+    # and blocked, and a response's calls are admitted together (18 runs, not 21).
+    scenario = BY_NAME[name]
+    guard, events = make_guard()
+    tools = Tools()
+    client = StreamingScriptedClient(scenario.script)
+    agent = Agent(
+        client=client,
+        tools=[tools.read_file, tools.list_dir, tools.flaky_read],
+        middleware=loopguard_middleware(guard),
+    )
+    session = agent.create_session()
+    await agent.run("Summarise notes.txt", session=session, stream=True).get_final_response()
+
+    history = guard.history(session_key=session.session_id)
+    if name == "unknown":
+        # The 11th call is blocked: the turn ends there, the model is not asked again.
+        assert [r.unknown_tool_name for r in history] == ["open_file"] * 10
+        assert blocks(events) == 1
+        assert len(client.read) == 10
+    else:
+        assert tools.total == scenario.executions
+        assert blocks(events) == scenario.blocks
+
+
+async def test_each_run_without_a_session_is_a_session_of_its_own() -> None:
+    # 25 independent sessionless runs that each read the same file once are healthy: none
+    # is warned or blocked (they shared one session before, warned at the 11th run and
+    # blocked from the 21st). Within one sessionless run the loop is still caught.
+    guard, events = make_guard()
+    tools = Tools()
+    for _ in range(25):
+        agent = make_agent(LoopScript(times=1), tools, loopguard_middleware(guard))
+        assert str(BY_NAME["repeat"].warning) not in text(shown(await agent.run("go"))[0])
+    assert tools.total == 25
+    assert events == []
+
+    agent = make_agent(BY_NAME["repeat"].script, tools, loopguard_middleware(guard))
+    await agent.run("go")
+    assert blocks(events) == BY_NAME["repeat"].blocks
+
+
+async def test_without_the_agent_middleware_sessionless_runs_share_the_default() -> None:
+    guard, _ = make_guard()
+    _agent_middleware, function, chat = loopguard_middleware(guard)
+    for _ in range(3):
+        await make_agent(LoopScript(times=1), Tools(), [function, chat]).run("go")
+    assert len(guard.history(session_key=DEFAULT_SESSION)) == 3

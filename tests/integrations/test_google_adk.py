@@ -242,3 +242,22 @@ async def test_a_dict_result_that_never_changes_is_blocked() -> None:
     await run_async(runner, session_id="s-status")
     assert ran["n"] == 20
     assert blocks(events) == 10
+
+
+@pytest.mark.parametrize("scenario", [BY_NAME["repeat"], BY_NAME["parallel"]], ids=lambda s: s.name)
+async def test_a_guard_tool_function_as_the_tool_is_guarded_once(scenario: Scenario) -> None:
+    # Two layers on one guard and session: the plugin guards the call, the guard.tool
+    # function passes it through (one record, one warning, and the block still comes).
+    guard, events = make_guard()
+    tools = Tools()
+    read_file = guard.tool(tools.read_file, session_key="s-1", name="read_file")
+    model = ScriptedModel(scenario.script)
+    agent = LlmAgent(name="reader", model=model, tools=[read_file])
+    app = App(name="app", root_agent=agent, plugins=[LoopGuardPlugin(guard)])
+    shown = responses(await run_async(InMemoryRunner(app=app)))
+
+    assert tools.runs["read_file"] == scenario.executions
+    assert blocks(events) == scenario.blocks
+    assert len(guard.history(session_key="s-1")) == scenario.executions
+    assert not any(scenario.warning in str(r.get("result")) for r in shown)
+    assert sum(WARNING_KEY in r for r in shown) == 1

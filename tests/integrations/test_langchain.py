@@ -16,6 +16,7 @@ from integration_support import (
     TOOL,
     WARN_AT,
     WARNED_RESULT,
+    WARNING,
     Counter,
     make_guard,
 )
@@ -292,3 +293,36 @@ def test_a_summary_arms_the_post_compaction_guard_and_a_persisting_loop_ends_the
     # Summarised before the 6th model call; the 3 identical calls after it abort.
     assert counter.calls == 5 + 3
     assert caught.value.tool_name == TOOL and caught.value.count == 3
+
+
+def test_listed_before_a_tool_error_middleware_the_warning_rides_on_its_message() -> None:
+    # The README's ordering note: the first middleware is the outermost, so listed before
+    # a middleware that turns tool exceptions into messages, LoopGuardMiddleware sees that
+    # message and appends the warning; listed after it, it sees the exception and the
+    # model reads the error middleware's text alone.
+    from langchain.agents.middleware import wrap_tool_call
+
+    @wrap_tool_call  # type: ignore[arg-type]
+    def errors_as_messages(request: Any, handler: Any) -> Any:
+        try:
+            return handler(request)
+        except Exception as exc:
+            return ToolMessage(content=f"failed: {exc}", tool_call_id=request.tool_call["id"])
+
+    def flaky(path: str) -> str:
+        """Read a file."""
+        raise RuntimeError("disk on fire")
+
+    def warned(middleware: list[Any]) -> bool:
+        guard, _ = make_guard()
+        agent = create_agent(
+            ScriptedChatModel(script=looping()),
+            tools=[StructuredTool.from_function(func=flaky, name=TOOL)],
+            middleware=[LoopGuardMiddleware(guard) if m is None else m for m in middleware],
+        )
+        shown = tool_messages(agent.invoke(GO, RUN_CONFIG))
+        assert shown[-1].content == CRITICAL
+        return shown[WARN_AT - 1].content == f"failed: disk on fire\n\n{WARNING}"
+
+    assert warned([None, errors_as_messages])
+    assert not warned([errors_as_messages, None])

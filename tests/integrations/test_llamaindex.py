@@ -151,3 +151,23 @@ async def test_an_agent_workflow_is_guarded(name: str) -> None:
     assert tools.total == BY_NAME[name].executions
     assert blocks(events) == BY_NAME[name].blocks
     assert read[-1] == BY_NAME[name].blocked_message
+
+
+@pytest.mark.parametrize("scenario", [BY_NAME["repeat"], BY_NAME["parallel"]], ids=lambda s: s.name)
+async def test_a_guard_tool_function_as_the_tool_is_guarded_once(scenario: Scenario) -> None:
+    # Two layers on one guard and session: the adapter guards the call, the guard.tool
+    # function passes it through (one record, one warning, and the block at the 20th).
+    guard, events = make_guard()
+    tools = Tools()
+    read_file = guard.tool(tools.read_file, session_key="thread-1", name="read_file")
+    read: list[Any] = []
+    agent = FunctionAgent(
+        tools=[FunctionTool.from_defaults(fn=read_file, name="read_file", description="Read")],
+        llm=scripted_llm(scenario.script, read),
+    )
+    assert await run(guard_agent(agent, guard, session_key="thread-1")) == "done"
+
+    assert tools.runs["read_file"] == scenario.executions
+    assert blocks(events) == scenario.blocks
+    assert len(guard.history(session_key="thread-1")) == scenario.executions
+    assert sum(str(scenario.warning) in str(r) for r in read) == 1

@@ -294,3 +294,29 @@ def test_program_calls_are_told_apart() -> None:
     assert _programmatic(ResponseFunctionToolCall.model_validate({**args, "caller": program}))
     assert not _programmatic(ResponseFunctionToolCall.model_validate(args))
     assert not _programmatic(None)
+
+
+@pytest.mark.parametrize(
+    ("session_key", "runs"),
+    [(None, 21), (lambda ctx: ctx.context["thread_id"], 18)],
+    ids=["group-id-only", "session-key"],
+)
+async def test_with_tracing_off_a_session_key_admits_a_response_as_one_batch(
+    session_key: Any, runs: int
+) -> None:
+    # The README's note: with tracing off, only the tool guardrails see RunConfig.group_id,
+    # so the calls of one response are decided one by one (21 of 30 identical calls run,
+    # three per response); a session_key callable taking the run context restores the
+    # batch (18 run: the seventh response is blocked whole). Default thresholds (20).
+    guard = LoopGuard({"enabled": True})
+    counter = Counter()
+    steps = [
+        [function_call(TOOL, ARGS, call_id=f"call-{turn}-{i}") for i in range(3)]
+        for turn in range(10)
+    ]
+    model = ScriptedModel([*steps, [assistant_message("done")]])
+    agent = guard_agent(make_agent(model, counter), guard, session_key=session_key)  # type: ignore[arg-type]
+    await Runner.run(
+        agent, "go", max_turns=MAX_TURNS, run_config=RUN, context={"thread_id": SESSION}
+    )
+    assert counter.calls == runs

@@ -164,3 +164,38 @@ def test_code_agent_tools_are_guarded() -> None:
     assert shown[20] == BY_NAME["repeat"].blocked_message
     with pytest.raises(TypeError, match="ToolCallingAgent or a CodeAgent"):
         guard_agent(object(), guard)  # type: ignore[type-var]
+
+
+class _GuardedTools(Tools):
+    """The matrix tools, ``read_file`` a ``guard.tool`` function on the agent's session."""
+
+    def __init__(self, guard: Any, session_key: str) -> None:
+        super().__init__()
+        self.read_file = guard.tool(super().read_file, session_key=session_key, name="read_file")  # type: ignore[method-assign]
+
+
+@pytest.mark.parametrize("scenario", [BY_NAME["repeat"], BY_NAME["parallel"]], ids=lambda s: s.name)
+def test_a_guard_tool_function_inside_the_tool_is_guarded_once(scenario: Scenario) -> None:
+    # Two layers on one guard and session: the adapter guards the call, the guard.tool
+    # function inside the tool passes it through (one record, one warning, the block at 20).
+    guard, events = make_guard()
+    tools = _GuardedTools(guard, "thread-1")
+    agent = guard_agent(make_agent(scenario.script, tools), guard, session_key="thread-1")
+    read, _ = tool_outputs(agent, "Summarise notes.txt")
+
+    assert tools.runs["read_file"] == scenario.executions
+    assert blocks(events) == scenario.blocks
+    assert len(guard.history(session_key="thread-1")) == scenario.executions
+    assert sum(str(scenario.warning) in r for r in read) == 1
+
+
+def test_a_guard_tool_function_inside_a_code_agent_tool_is_guarded_once() -> None:
+    guard, events = make_guard()
+    tools = _GuardedTools(guard, "code")
+    agent = guard_agent(
+        CodeAgent(tools=smol_tools(tools), model=ScriptedModel()), guard, session_key="code"
+    )
+    shown = [agent.tools["read_file"]("notes.txt") for _ in range(60)]
+    assert tools.total == 20
+    assert blocks(events) == 40
+    assert sum(str(BY_NAME["repeat"].warning) in s for s in shown) == 1

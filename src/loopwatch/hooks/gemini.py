@@ -6,8 +6,9 @@ and ``docs/hooks/reference.md``): stdin carries ``session_id``, ``hook_event_nam
 ``tool_response`` (``{llmContent, returnDisplay, error?}``; the shell tool's
 ``llmContent`` is ``Output: ...``, ``Exit Code: N`` when not 0, ``Process Group PGID: N``:
 the process ids are left out of the outcome, and a failed command, which Gemini CLI reports
-as a success, is recorded as the error it is, as ``loopwatch scan`` reads it). There is no turn id: the session is the
-run. ``PreCompress`` is advisory (it cannot block) and arms the guard.
+as a success, is recorded as the error it is, as ``loopwatch scan`` reads it). There is
+no turn id: the session is the run. ``PreCompress`` is advisory (it cannot block) and arms
+the guard.
 
 Answers: ``{"decision": "deny", "reason": ...}`` blocks (the reason reaches the model as
 the tool's error); ``hookSpecificOutput.additionalContext`` of ``AfterTool`` is appended

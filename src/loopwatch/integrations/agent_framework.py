@@ -11,7 +11,7 @@
     session = agent.create_session()
     await agent.run("Summarise notes.txt", session=session)
 
-:func:`loopguard_middleware` returns the two middleware (SPEC §11):
+:func:`loopguard_middleware` returns these middleware (SPEC §11):
 
 * :class:`LoopGuardFunctionMiddleware` (a ``FunctionMiddleware``) guards every call of a
   function tool. A blocked call gets the blocked message as its result and the function is
@@ -28,12 +28,21 @@
   The framework runs one response's calls concurrently, so the chat middleware also admits
   them together (``guard.abefore_batch``) for the function middleware to take: identical
   calls of one response count as the repeats they are, and one critical blocks them all.
+  A streamed run (``agent.run(..., stream=True)``) is screened the same way, on the stream's
+  final response, which the framework invokes functions from; updates already streamed are
+  left as they came (a replaced turn's calls stay in them, never answered).
+* :class:`LoopGuardAgentMiddleware` (an ``AgentMiddleware``) gives each run without an
+  ``AgentSession`` a session of its own (see Sessions below).
 
-Sessions: the session is the ``AgentSession``'s ``session_id``; a run without a session uses
-``session_key`` (default ``"agent-framework"``, shared by every sessionless run: pass a
-session, or a ``session_key`` callable taking the middleware context). The framework has no
-per-run id visible to middleware, so no run id is recorded unless ``run_id`` is given. A host
-that compacts the conversation calls ``guard.compaction_retry(session_key=...)``.
+A ``guard.tool`` function used as a tool of the agent, with the same guard and session,
+passes its calls through: each call is guarded and recorded once (by the middleware).
+
+Sessions: the session is the ``AgentSession``'s ``session_id``; a run without a session is a
+session of its own (:class:`LoopGuardAgentMiddleware`, the third middleware of
+:func:`loopguard_middleware`; without it, every sessionless run shares ``"agent-framework"``),
+or ``session_key`` when given (a string, or a callable taking the middleware context). The
+framework has no per-run id visible to middleware, so no run id is recorded unless ``run_id``
+is given. A host that compacts the conversation calls ``guard.compaction_retry(session_key=...)``.
 
 ``on_critical="end_run"`` raises :class:`LoopDetectedFailure`, which is both a
 :class:`~loopwatch.LoopDetectedError` and the framework's ``MiddlewareFailure`` (the signal
@@ -42,10 +51,14 @@ that aborts the run instead of becoming a tool error), out of ``agent.run``.
 
 from __future__ import annotations
 
+import contextvars
+import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final, TypeAlias
 
 from agent_framework import (
+    AgentContext,
+    AgentMiddleware,
     BaseChatClient,
     ChatContext,
     ChatMiddleware,
@@ -54,6 +67,7 @@ from agent_framework import (
     FunctionInvocationContext,
     FunctionMiddleware,
     Message,
+    ResponseStream,
 )
 from agent_framework._middleware import ChatMiddlewareLayer, MiddlewareFailure
 from agent_framework._tools import FunctionInvocationLayer
@@ -75,8 +89,14 @@ from loopwatch.testing import LoopScript
 #: A session key or run id: fixed, or computed from the middleware's context.
 IdSource: TypeAlias = "str | Callable[[Any], object] | None"
 
-#: The session of runs without an ``AgentSession`` when no ``session_key`` is given.
+#: The session of runs without an ``AgentSession`` when no ``session_key`` is given and
+#: no :class:`LoopGuardAgentMiddleware` gave the run a session of its own.
 DEFAULT_SESSION: Final = "agent-framework"
+#: The session :class:`LoopGuardAgentMiddleware` gave the current run without an
+#: ``AgentSession``.
+_RUN_SESSION: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "loopwatch_agent_framework_run_session", default=None
+)
 #: What the framework shows the model for a function that raised (without detailed errors).
 FUNCTION_FAILED: Final = "Error: Function failed."
 
@@ -114,7 +134,10 @@ class _Ids:
         session = self.session_key(context) if callable(self.session_key) else self.session_key
         if session is None:
             agent_session = getattr(context, "session", None)
-            session = agent_session.session_id if agent_session is not None else DEFAULT_SESSION
+            if agent_session is not None:
+                session = agent_session.session_id
+            else:
+                session = _RUN_SESSION.get() or DEFAULT_SESSION
         run = self.run_id(context) if callable(self.run_id) else self.run_id
         return session, run
 
@@ -179,7 +202,12 @@ class LoopGuardFunctionMiddleware(FunctionMiddleware):
             context.result = tc.message
             return
         try:
-            await call_next()
+            # While the function runs, a guard.tool function used as the tool (same guard
+            # and session) passes the call through instead of guarding and recording it a
+            # second time, which would count each call twice and, recording the warned
+            # text as the outcome, keep the identical-outcome block from ever coming.
+            with tc.scope():
+                await call_next()
         except (MiddlewareFailure, LoopDetectedError):
             raise
         except Exception as exc:
@@ -231,8 +259,27 @@ class LoopGuardChatMiddleware(ChatMiddleware):
         """Screen the model's response for calls of missing tools."""
         await call_next()
         response = context.result
-        if not isinstance(response, ChatResponse):
-            return  # a streamed response: its calls are only known once consumed
+        if isinstance(response, ChatResponse):
+            replaced = await self._screen(context, response)
+            if replaced is not None:
+                context.result = replaced
+        elif isinstance(response, ResponseStream):
+            # A streamed response (``agent.run(..., stream=True)``): its calls are known once
+            # the stream is consumed. The framework invokes functions from the stream's final
+            # response, so the same screening runs as a result hook there; without it, calls
+            # of missing tools went unrecorded and a response's calls were not admitted
+            # together (a stuck model read "not found" until the iteration limit).
+
+            async def screen(final: ChatResponse[Any]) -> ChatResponse[Any] | None:
+                return await self._screen(context, final)
+
+            response.with_result_hook(screen)
+
+    async def _screen(
+        self, context: ChatContext, response: ChatResponse[Any]
+    ) -> ChatResponse | None:
+        """Record calls of missing tools, run the stream guard and admit the runnable calls
+        together; the plain answer that replaces ``response``, if any."""
         known = [getattr(t, "name", None) for t in (context.options or {}).get("tools") or ()]
         calls = [c for m in response.messages for c in m.contents if c.type == "function_call"]
         session, run = self._ids.ids(context)
@@ -250,16 +297,14 @@ class LoopGuardChatMiddleware(ChatMiddleware):
             await _start(tc)
             if tc.blocked:
                 # The framework would answer the call itself: answer the turn instead.
-                context.result = _text_response(str(tc.message))
-                return
+                return _text_response(str(tc.message))
             tc.error(unknown_tool_error(str(call.name)))
             await tc.afinish()
         text = self.streams.observe(
             session, [c.name for c in calls], [k for k in known if k], agent_id=self._ids.agent_id
         )
         if text is not None:
-            context.result = _text_response(text)
-            return
+            return _text_response(text)
         runnable = [c for c in calls if c.name in known]
         if self._admissions is not None and len(runnable) >= 2:
             batch = [
@@ -276,6 +321,31 @@ class LoopGuardChatMiddleware(ChatMiddleware):
                 for call in runnable
             ]
             await self._admissions.aadmit(self._ids.guard, batch)
+        return None
+
+
+class LoopGuardAgentMiddleware(AgentMiddleware):
+    """Gives each run without an ``AgentSession`` a session of its own.
+
+    Such a run starts a new conversation (the framework keeps no history for it), so its
+    calls are not the repeats of another run's: without this middleware every sessionless
+    run of the process shared :data:`DEFAULT_SESSION`, and independent healthy runs that
+    each read the same file once were warned at the 11th run and blocked from the 21st.
+    """
+
+    async def process(
+        self, context: AgentContext, call_next: Callable[[], Awaitable[None]]
+    ) -> None:
+        """Run the agent, in a fresh session when it has no ``AgentSession``."""
+        if context.session is not None:
+            await call_next()
+            return
+        token = _RUN_SESSION.set(f"{DEFAULT_SESSION}:{uuid.uuid4().hex}")
+        await call_next()
+        if not context.stream:
+            # A streamed run is consumed after this returns: its session stays set in this
+            # context (the next sessionless run sets its own).
+            _RUN_SESSION.reset(token)
 
 
 def loopguard_middleware(
@@ -286,9 +356,10 @@ def loopguard_middleware(
     agent_id: str | None = None,
     warn_model: bool = True,
     on_critical: OnCritical = "block_call",
-) -> list[FunctionMiddleware | ChatMiddleware]:
-    """Both middleware for one guard, for ``Agent(middleware=...)``, sharing the
-    decisions of whole model responses."""
+) -> list[AgentMiddleware | FunctionMiddleware | ChatMiddleware]:
+    """The middleware for one guard, for ``Agent(middleware=...)``: the function and chat
+    middleware, sharing the decisions of whole model responses, and the agent middleware
+    that gives each run without an ``AgentSession`` a session of its own."""
     ids: dict[str, Any] = {
         "session_key": session_key,
         "run_id": run_id,
@@ -296,6 +367,7 @@ def loopguard_middleware(
         "admissions": Admissions(),
     }
     return [
+        LoopGuardAgentMiddleware(),
         LoopGuardFunctionMiddleware(guard, warn_model=warn_model, on_critical=on_critical, **ids),
         LoopGuardChatMiddleware(guard, on_critical=on_critical, **ids),
     ]
@@ -344,6 +416,7 @@ __all__ = [
     "DEFAULT_SESSION",
     "FUNCTION_FAILED",
     "LoopDetectedFailure",
+    "LoopGuardAgentMiddleware",
     "LoopGuardChatMiddleware",
     "LoopGuardFunctionMiddleware",
     "ScriptedChatClient",

@@ -40,6 +40,11 @@ Parallel calls: the hooks see one call at a time (the CLI, not the SDK, decides 
 runs; it may run a message's read-only tools concurrently), and nothing in a hook's input
 names the other calls of its message, so the calls are not admitted as one batch: each is
 decided on the outcomes recorded so far.
+
+Two layers: the hooks do not run around the tool (the CLI calls it, an SDK MCP tool in a
+task of its own), so a ``guard.tool`` function called by an SDK MCP tool, on the same guard
+and session, cannot pass the call through: it is guarded and recorded twice. Give such a
+function no guard of its own.
 """
 
 from __future__ import annotations

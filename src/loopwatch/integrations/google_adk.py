@@ -30,6 +30,9 @@ What it does (SPEC §11), with the three tool callbacks of ``BasePlugin``:
   as ADK's "not found" error and is recorded as a failed call naming the tool; ADK's own
   answer to the model is kept, with the warning when one is emitted.
 
+A ``guard.tool`` function used as a tool of the agent, with the same guard and session,
+passes its calls through: each call is guarded and recorded once (by the plugin).
+
 Sessions and runs: the session is ADK's session id and the run its invocation id; pass
 ``session_key=`` / ``run_id=`` (strings, or callables taking the ``ToolContext``) to choose.
 ADK compacts events on its own schedule; a host that wants the post-compaction guard calls
@@ -43,6 +46,7 @@ the :class:`~loopwatch.LoopDetectedError` (see :func:`loop_error`).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections.abc import AsyncGenerator, Callable
 from typing import Any, Final, TypeAlias
 
@@ -67,6 +71,7 @@ from loopwatch.adapter import (
 )
 from loopwatch.errors import LoopDetectedError
 from loopwatch.guard import LoopGuard
+from loopwatch.integrations._shared import enter_guarding, leave_guarding
 from loopwatch.testing import LoopScript
 
 #: A session key or run id: fixed, or computed from the call's ``ToolContext``.
@@ -138,6 +143,7 @@ class LoopGuardPlugin(BasePlugin):
         self.options = AdapterOptions(warn_model=warn_model, on_critical=on_critical)
         self._pending: dict[object, ToolCall] = {}
         self._warnings: dict[object, str] = {}
+        self._marks: dict[object, contextvars.Token[Any]] = {}
         self._admissions = Admissions()
 
     @staticmethod
@@ -168,8 +174,20 @@ class LoopGuardPlugin(BasePlugin):
         await tc.astart()
         if tc.blocked:
             return {"error": tc.message}
-        self._pending[self._key(tool_context)] = tc
+        key = self._key(tool_context)
+        self._pending[key] = tc
+        if not tc.passthrough:
+            # ADK runs each call in a task of its own and the tool right after this
+            # callback, in this task's context: a guard.tool function used as the tool
+            # then passes the call through instead of guarding and recording it a second
+            # time (two records a call, its warning twice, and a block that never came).
+            self._marks[key] = enter_guarding(self.guard, tc.session_key)
         return None
+
+    def _unmark(self, key: object) -> None:
+        mark = self._marks.pop(key, None)
+        if mark is not None:
+            leave_guarding(mark)
 
     async def on_event_callback(
         self, *, invocation_context: InvocationContext, event: Event
@@ -206,6 +224,7 @@ class LoopGuardPlugin(BasePlugin):
     ) -> dict[str, Any] | None:
         """Record the result the model is shown, then add an emitted warning to it."""
         key = self._key(tool_context)
+        self._unmark(key)
         warning = self._warnings.pop(key, None)
         tc = self._pending.pop(key, None)
         shown = _shown(result)
@@ -227,6 +246,7 @@ class LoopGuardPlugin(BasePlugin):
     ) -> dict[str, Any] | None:
         """Record the error (a missing tool as a failed call naming it)."""
         key = self._key(tool_context)
+        self._unmark(key)
         tc = self._pending.pop(key, None)
         if tc is None or isinstance(error, asyncio.CancelledError):
             # A cancelled call says nothing about the tool: it stays pending.

@@ -24,6 +24,9 @@ an ``AgentWorkflow`` and its agents):
   found"); the wrapped ``handle_tool_call_results`` records it as a failed call naming the
   tool, and when the guard blocks it, replaces that answer by the blocked message.
 
+A ``guard.tool`` function used as a tool of the agent, with the same guard and session,
+passes its calls through: each call is guarded and recorded once (by the adapter).
+
 Sessions: the session is kept in the workflow ``Context`` (key ``loopwatch_session``, a
 fresh id the first time), so a run that reuses a context (``agent.run(..., ctx=ctx)``)
 continues its conversation and a new run without one is a new conversation. Pass
@@ -166,7 +169,8 @@ class _Guard:
         await tc.astart()
         if tc.blocked:
             return _output(name, tool_input, str(tc.message), is_error=True)
-        output = await self.call_tool(ctx, tool, tool_input)
+        with tc.scope():  # a guard.tool function as the tool passes the call through
+            output = await self.call_tool(ctx, tool, tool_input)
         if output.is_error:
             tc.error(output.exception if output.exception is not None else output.content)
         else:

@@ -25,6 +25,9 @@ What :func:`guard_agent` does (SPEC §11):
 * A ``CodeAgent`` calls its tools from the code the model writes: each of its tools'
   ``forward`` is wrapped instead (calls of missing tools are Python errors of the code).
 
+A ``guard.tool`` function inside a tool, with the same guard and session, passes its calls
+through: each call is guarded and recorded once.
+
 Sessions: smolagents has none, so the session is ``session_key`` (a string or a callable
 evaluated on every call), by default one per agent object (``"smolagents:<name or id>"``),
 which keeps its history across ``run`` calls like the agent's own memory with
@@ -144,7 +147,10 @@ class _Guarded:
             return tc.message
         known = tool_name in self.agent.tools or tool_name in self.agent.managed_agents
         try:
-            result = self.inner(tool_name, arguments)
+            # In the call's scope: a guard.tool function inside the tool, on the same guard
+            # and session, passes the call through instead of counting it a second time.
+            with tc.scope():
+                result = self.inner(tool_name, arguments)
         except AgentToolExecutionError as exc:
             tc.error(exc.message if known else unknown_tool_error(tool_name, exc.message))
             tc.finish()
@@ -178,7 +184,8 @@ def _guard_tool(
         if tc.blocked:
             return tc.message
         try:
-            result = inner(*args, **kwargs)
+            with tc.scope():  # a guard.tool function inside passes the call through
+                result = inner(*args, **kwargs)
         except Exception as exc:
             tc.error(exc)
             tc.finish()
