@@ -442,3 +442,15 @@ def test_adaptive_profile_blocks_the_short_loop_early(capsys: pytest.CaptureFixt
     assert ada_run["detector"] == "repeated_failure"
     code, out, _err = _run(capsys, "scan", run, "--profile", "adaptive")
     assert code == 0 and "profile: adaptive" in out
+
+
+def test_python_dash_m_loopwatch_is_the_console_script() -> None:
+    # `python -m loopwatch ...` is what a user tries when the scripts folder is not on PATH.
+    import subprocess
+    import sys
+
+    run = subprocess.run(
+        [sys.executable, "-m", "loopwatch", "--help"], capture_output=True, text=True, timeout=60
+    )
+    assert run.returncode == 0, run.stderr
+    assert "scan" in run.stdout
