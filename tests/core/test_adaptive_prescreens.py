@@ -342,3 +342,47 @@ def test_the_inline_script_is_still_judged() -> None:
     assert shell_command_mutates("sh -c 'echo hi > f'")
     assert not shell_command_mutates("sh -c 'ls -la'")
     assert shell_command_mutates("python - <<EOF\nimport pathlib\npathlib.Path('a').touch()\nEOF")
+
+
+# --- shell_command_is_read_only: the simple commands judged before the write searches ----
+
+
+def _read_only_writes_first(command: str, read_only: frozenset[str]) -> bool:
+    """The judgement in its plain order: no write anywhere, then every simple command reads."""
+    if len(command) > 10_000:
+        return False
+    if shell_command_mutates(command):
+        return False
+    shell, _bodies = progress._split_heredocs(command)
+    unquoted = progress._strip_quotes(shell)
+    return all(
+        progress._simple_command_reads(part.split(), read_only)
+        for part in progress._SIMPLE_SPLIT.split(progress._FD_REDIRECT.sub(" ", unquoted))
+    )
+
+
+@settings(max_examples=1500)
+@given(
+    st.lists(st.sampled_from(_COMMAND_FRAGMENTS + _INLINE_FRAGMENTS), max_size=10).map("".join),
+    st.sampled_from([READ_ONLY_COMMANDS, READ_ONLY_COMMANDS | {"kubectl", "python"}]),
+)
+def test_reads_first_judges_as_writes_first(command: str, read_only: frozenset[str]) -> None:
+    assert shell_command_is_read_only(command, read_only) is _read_only_writes_first(
+        command, read_only
+    )
+
+
+@given(st.text(max_size=40), st.sampled_from(_COMMAND_FRAGMENTS))
+def test_reads_first_judges_as_writes_first_on_any_text(prefix: str, fragment: str) -> None:
+    for command in (prefix + fragment, fragment + prefix, "ls " + prefix):
+        assert shell_command_is_read_only(command) is _read_only_writes_first(
+            command, READ_ONLY_COMMANDS
+        )
+
+
+def test_reads_first_still_finds_the_writes_of_a_reading_command() -> None:
+    assert shell_command_is_read_only("ls | grep x") is True
+    assert shell_command_is_read_only("ls > out") is False  # every command reads, one writes
+    assert shell_command_is_read_only("cat f | tee g") is False
+    assert shell_command_is_read_only("python t.py") is False  # judged without the searches
+    assert shell_command_is_read_only('echo x && bash -c "ls"') is False  # bash does not read

@@ -256,26 +256,29 @@ def _code_writes(text: str) -> bool:
     return _may_match(text, _CODE_WRITE_WORDS) and _ANY_CODE_WRITE.search(text) is not None
 
 
-def _writes(command: str) -> tuple[bool, str]:
-    """(:func:`shell_command_mutates`, the shell text outside heredocs with quoted strings
-    stripped): :func:`shell_command_is_read_only` reads the second next."""
-    shell, bodies = _split_heredocs(command[:_MAX_SCAN_CHARS])
-    unquoted = _strip_quotes(shell)
+def _writes_in(command: str, shell: str, bodies: str, unquoted: str) -> bool:
+    """:func:`shell_command_mutates` of ``command``, given its shell text and heredoc bodies
+    (:func:`_split_heredocs` of its first 50,000 characters) and that shell text unquoted:
+    :func:`shell_command_is_read_only` splits a command once for both of its questions."""
     if (
         _edits_in_place(unquoted)
         or (_may_match(unquoted, _SHELL_WRITE_WORDS) and _ANY_SHELL_WRITE.search(unquoted))
         or _code_writes(shell + "\n" + bodies)
     ):
-        return True, unquoted
+        return True
     # ``bash -c "…"``: the quoted script is shell syntax too.
-    if not all(map(shell.__contains__, _INLINE_WORDS)):
-        return False, unquoted
-    inline = any(
+    if not _may_run_inline(shell):
+        return False
+    return any(
         shell_command_mutates(_unescape_inline(match.group(2)))
         for match in _INLINE_SHELL.finditer(shell)
         if len(match.group(2)) < len(command)
     )
-    return inline, unquoted
+
+
+def _may_run_inline(shell: str) -> bool:
+    """Whether shell text may hold a ``sh -c`` script (every word of :data:`_INLINE_WORDS`)."""
+    return all(map(shell.__contains__, _INLINE_WORDS))
 
 
 def shell_command_mutates(command: str) -> bool:
@@ -296,7 +299,8 @@ def shell_command_mutates(command: str) -> bool:
     Returns:
         ``True`` when the command writes.
     """
-    return _writes(command)[0]
+    shell, bodies = _split_heredocs(command[:_MAX_SCAN_CHARS])
+    return _writes_in(command, shell, bodies, _strip_quotes(shell))
 
 
 def _edits_in_place(shell: str) -> bool:
@@ -497,13 +501,21 @@ def shell_command_is_read_only(
     """
     if len(command) > _MAX_READ_ONLY_CHARS:
         return False  # a command this long is a script: count it as state-changing
-    mutates, unquoted = _writes(command)  # (the whole command: it is short enough)
-    if mutates:
-        return False
-    return all(
+    # ``not mutates and reads``, the cheaper half first: the write searches are most of
+    # the cost, and a command whose simple commands do not all read (``python …``,
+    # ``pytest``, ``cd x && make``: half of the corpus's) is not read-only whatever they
+    # find. They are skipped only where none of them can fail either: without a ``sh -c``
+    # script (whose recursive judgement could), they are plain searches.
+    shell, bodies = _split_heredocs(command)  # (the whole command: it is short enough)
+    unquoted = _strip_quotes(shell)
+    reads = all(
         _simple_command_reads(part.split(), read_only)
         for part in _SIMPLE_SPLIT.split(_FD_REDIRECT.sub(" ", unquoted))
     )
+    if not reads and (not _may_run_inline(shell) or _INLINE_SHELL.search(shell) is None):
+        return False
+    mutates = _writes_in(command, shell, bodies, unquoted)
+    return not mutates and reads
 
 
 #: How many command texts a :class:`ReadOnlyMemo` remembers (cleared when full): a loop
