@@ -386,3 +386,68 @@ def test_reads_first_still_finds_the_writes_of_a_reading_command() -> None:
     assert shell_command_is_read_only("cat f | tee g") is False
     assert shell_command_is_read_only("python t.py") is False  # judged without the searches
     assert shell_command_is_read_only('echo x && bash -c "ls"') is False  # bash does not read
+
+
+# --- _edits_in_place: simple commands without an editor skipped, options told apart ------
+
+
+def _edits_in_place_plain(shell: str) -> bool:
+    """``progress._edits_in_place`` without its screens: every word of every simple command."""
+    for segment in progress._SIMPLE_COMMANDS.finditer(shell):
+        after: set[str] = set()
+        file_after = False
+        for word in reversed(segment.group().split()):
+            if (word in progress._IN_PLACE and word in after) or (word == "tee" and file_after):
+                return True
+            after.update(
+                editor for editor, option in progress._IN_PLACE.items() if option.fullmatch(word)
+            )
+            file_after = file_after or not (word.startswith("-") or word == "/dev/null")
+    return False
+
+
+_IN_PLACE_FRAGMENTS = (
+    "sed",
+    "perl",
+    "tee",
+    "-i",
+    "-i.bak",
+    "--in-place",
+    "--in-place=.orig",
+    "-pi",
+    "-pie",
+    "-n",
+    "-e",
+    "-a",
+    "s/a/b/",
+    "f.py",
+    "/dev/null",
+    "i",
+    "x-i",
+    "sedx",
+    "tees",
+    " ",
+    "\t",
+    "\n",
+    ";",
+    "|",
+    "&",
+)
+
+
+@settings(max_examples=1500)
+@given(st.lists(st.sampled_from(_IN_PLACE_FRAGMENTS), max_size=14).map("".join))
+def test_edits_in_place_answers_as_the_plain_pass(shell: str) -> None:
+    assert progress._edits_in_place(shell) is _edits_in_place_plain(shell)
+
+
+@given(st.text(max_size=30))
+def test_edits_in_place_answers_as_the_plain_pass_on_any_text(text: str) -> None:
+    for shell in (text, "sed " + text + " -i", text + " | tee f", "perl -pi " + text):
+        assert progress._edits_in_place(shell) is _edits_in_place_plain(shell)
+
+
+@given(st.text(max_size=12))
+def test_only_an_option_is_an_in_place_option(word: str) -> None:
+    if not word.startswith("-"):
+        assert not any(option.fullmatch(word) for option in progress._IN_PLACE.values())

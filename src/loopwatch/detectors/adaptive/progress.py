@@ -308,13 +308,20 @@ def _edits_in_place(shell: str) -> bool:
     if not any(map(shell.__contains__, _IN_PLACE_WORDS)):
         return False  # none of the three words occurs (most commands): nothing to judge
     for segment in _SIMPLE_COMMANDS.finditer(shell):
+        text = segment.group()
+        if not any(map(text.__contains__, _IN_PLACE_WORDS)):
+            continue  # (a simple command that names no editor and no tee edits nothing)
         after: set[str] = set()  # editors whose in-place option occurs later in the segment
         file_after = False  # a later word names a file (not an option, not /dev/null)
-        for word in reversed(segment.group().split()):
+        for word in reversed(text.split()):
             if (word in _IN_PLACE and word in after) or (word == "tee" and file_after):
                 return True
-            after.update(editor for editor, option in _IN_PLACE.items() if option.fullmatch(word))
-            file_after = file_after or not (word.startswith("-") or word == "/dev/null")
+            if word.startswith("-"):  # every in-place option is an option: only these match
+                after.update(
+                    editor for editor, option in _IN_PLACE.items() if option.fullmatch(word)
+                )
+            elif word != "/dev/null":
+                file_after = True
     return False
 
 
