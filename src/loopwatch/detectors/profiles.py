@@ -297,30 +297,34 @@ class AdaptiveProfile(DetectorProfile):
         records: list[Any] = list(map(memo.get, keys))
         if all(records):  # (a decoded record is always true, a miss is ``None``)
             return records
-        record_from_history = self._adaptive.record_from_history
-        config = self.config
         for index in list(compress(range(len(records)), map(not_, records))):
-            record = window[index]
-            tool_name = record.tool_name
-            args_hash = record.args_hash
-            result_hash = record.result_hash
-            facts = record.adaptive_facts
-            built = self._built
-            decoded = built[1] if built is not None and built[0] == facts else None
-            if (
-                decoded is None
-                or decoded.result_hash != result_hash
-                or decoded.args_hash != args_hash
-                or decoded.tool_name != tool_name
-            ):
-                decoded = record_from_history(tool_name, args_hash, result_hash, facts, config)
-            key = keys[index]
-            if key is not None:
-                if len(memo) >= DECODED_MEMO_SIZE:
-                    memo.clear()
-                memo[key] = decoded
-            records[index] = decoded
+            records[index] = self._decode(window[index], keys[index])
         return records
+
+    def _decode(self, record: Any, key: Hashable) -> Any:
+        """The adaptive record of one history record the memo misses, remembered under
+        ``key`` (unless ``None``): :meth:`_decoded`'s step for each miss."""
+        tool_name = record.tool_name
+        args_hash = record.args_hash
+        result_hash = record.result_hash
+        facts = record.adaptive_facts
+        built = self._built
+        decoded = built[1] if built is not None and built[0] == facts else None
+        if (
+            decoded is None
+            or decoded.result_hash != result_hash
+            or decoded.args_hash != args_hash
+            or decoded.tool_name != tool_name
+        ):
+            decoded = self._adaptive.record_from_history(
+                tool_name, args_hash, result_hash, facts, self.config
+            )
+        if key is not None:
+            memo = self._decoded_memo
+            if len(memo) >= DECODED_MEMO_SIZE:
+                memo.clear()
+            memo[key] = decoded
+        return decoded
 
     def _cleared_and_new(self, run: RunHistory, source: Sequence[Any], call: UpcomingCall) -> bool:
         """Whether the adaptive detectors are sure to find nothing, from two cheap facts.
@@ -342,7 +346,8 @@ class AdaptiveProfile(DetectorProfile):
         keys = run.content_keys(len(source) - 1)
         if keys is None:
             return False
-        record = self._decoded(source[-1:], keys)[0]
+        # (_decoded of the one record, without its machinery for a window)
+        record = self._decoded_memo.get(keys[0]) or self._decode(source[-1], keys[0])
         if record.transparent or record.result_hash is None or record.failed:
             return False
         return run.no_progress(call.tool_name, call.args_hash)[2] == 0
