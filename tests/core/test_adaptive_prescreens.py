@@ -347,16 +347,45 @@ def test_the_inline_script_is_still_judged() -> None:
 # --- shell_command_is_read_only: the simple commands judged before the write searches ----
 
 
+def _simple_command_reads_plain(words: list[str], read_only: frozenset[str]) -> bool:
+    """``progress._simple_command_reads`` without its screens (every word tried, a copy)."""
+    index = 0
+    while index < len(words) and (
+        words[index] in progress._PREFIX_WORDS or progress._ASSIGNMENT.match(words[index])
+    ):
+        index += 1
+    if index < len(words) and words[index] == "timeout":
+        index += 1
+        while index < len(words) and (words[index].startswith("-") or words[index][:1].isdigit()):
+            index += 1
+    words = words[index:]
+    if not words or all(word in progress._CLOSING_WORDS for word in words):
+        return True
+    name = words[0].rsplit("/", 1)[-1]
+    if name not in read_only:
+        name = name.lower()
+    if name in ("for", "case", "select"):
+        return True
+    if name not in read_only:
+        return False
+    if name == "git":
+        return progress._git_reads(words)
+    if name == "find":
+        return not any(word in progress._FIND_ACTIONS for word in words)
+    return True
+
+
 def _read_only_writes_first(command: str, read_only: frozenset[str]) -> bool:
-    """The judgement in its plain order: no write anywhere, then every simple command reads."""
+    """The judgement in its plain order and without screens: no write anywhere, then every
+    simple command reads."""
     if len(command) > 10_000:
         return False
     if shell_command_mutates(command):
         return False
     shell, _bodies = progress._split_heredocs(command)
-    unquoted = progress._strip_quotes(shell)
+    unquoted = progress._QUOTED.sub("Q", shell)
     return all(
-        progress._simple_command_reads(part.split(), read_only)
+        _simple_command_reads_plain(part.split(), read_only)
         for part in progress._SIMPLE_SPLIT.split(progress._FD_REDIRECT.sub(" ", unquoted))
     )
 
@@ -378,6 +407,62 @@ def test_reads_first_judges_as_writes_first_on_any_text(prefix: str, fragment: s
         assert shell_command_is_read_only(command) is _read_only_writes_first(
             command, READ_ONLY_COMMANDS
         )
+
+
+_WORD_FRAGMENTS = (
+    "ls",
+    "git",
+    "status",
+    "stash",
+    "find",
+    "-delete",
+    "sudo",
+    "timeout",
+    "5",
+    "-s",
+    "A=1",
+    "_x=",
+    "=y",
+    "1=2",
+    "a-b=c",
+    "fi",
+    "done",
+    ")",
+    "for",
+    "/bin/cat",
+    "Get-Content",
+    "kubectl",
+    "python",
+    "ſed",
+)
+
+
+@settings(max_examples=1500)
+@given(
+    st.lists(st.sampled_from(_WORD_FRAGMENTS), max_size=8),
+    st.sampled_from([READ_ONLY_COMMANDS, READ_ONLY_COMMANDS | {"kubectl"}]),
+)
+def test_simple_command_reads_answers_as_the_plain_test(
+    words: list[str], read_only: frozenset[str]
+) -> None:
+    assert progress._simple_command_reads(list(words), read_only) is _simple_command_reads_plain(
+        list(words), read_only
+    )
+
+
+@given(st.text(max_size=20))
+def test_an_assignment_holds_an_equals_sign(word: str) -> None:
+    if "=" not in word:
+        assert progress._ASSIGNMENT.match(word) is None
+
+
+@given(st.text(max_size=40))
+def test_text_without_a_quote_or_an_ampersand_has_nothing_to_replace(text: str) -> None:
+    if "'" not in text and '"' not in text:
+        assert progress._QUOTED.sub("Q", text) == text == progress._strip_quotes(text)
+    if "&" not in text:
+        assert progress._FD_REDIRECT.sub(" ", text) == text
+    assert progress._strip_quotes(text) == progress._QUOTED.sub("Q", text)
 
 
 def test_reads_first_still_finds_the_writes_of_a_reading_command() -> None:

@@ -215,7 +215,10 @@ def _strip_quotes(shell: str) -> str:
     """Shell text with every quoted string replaced by ``Q``, in one pass (at C speed).
 
     ``echo "a > b"`` writes nothing; what is inside quotes is an argument, not syntax.
+    Text without a quote character (most commands) has nothing to replace.
     """
+    if "'" not in shell and '"' not in shell:
+        return shell
     return _QUOTED.sub("Q", shell)
 
 
@@ -469,14 +472,19 @@ def _git_reads(words: list[str]) -> bool:
 
 def _simple_command_reads(words: list[str], read_only: frozenset[str]) -> bool:
     index = 0
-    while index < len(words) and (words[index] in _PREFIX_WORDS or _ASSIGNMENT.match(words[index])):
+    count = len(words)
+    # (an assignment holds a "=": the pattern is only tried on such words)
+    while index < count and (
+        words[index] in _PREFIX_WORDS or ("=" in words[index] and _ASSIGNMENT.match(words[index]))
+    ):
         index += 1
-    if index < len(words) and words[index] == "timeout":
+    if index < count and words[index] == "timeout":
         index += 1
-        while index < len(words) and (words[index].startswith("-") or words[index][:1].isdigit()):
+        while index < count and (words[index].startswith("-") or words[index][:1].isdigit()):
             index += 1
-    words = words[index:]
-    if not words or all(word in _CLOSING_WORDS for word in words):
+    if index:  # (most simple commands start with their command: no copy)
+        words = words[index:]
+    if _CLOSING_WORDS.issuperset(words):  # nothing, or only the ends of compound commands
         return True
     name = words[0].rsplit("/", 1)[-1]
     if name not in read_only:
@@ -515,9 +523,10 @@ def shell_command_is_read_only(
     # script (whose recursive judgement could), they are plain searches.
     shell, bodies = _split_heredocs(command)  # (the whole command: it is short enough)
     unquoted = _strip_quotes(shell)
+    # (every descriptor redirection holds a "&": text without one has none to blank)
+    syntax = _FD_REDIRECT.sub(" ", unquoted) if "&" in unquoted else unquoted
     reads = all(
-        _simple_command_reads(part.split(), read_only)
-        for part in _SIMPLE_SPLIT.split(_FD_REDIRECT.sub(" ", unquoted))
+        _simple_command_reads(part.split(), read_only) for part in _SIMPLE_SPLIT.split(syntax)
     )
     if not reads and (not _may_run_inline(shell) or _INLINE_SHELL.search(shell) is None):
         return False
