@@ -536,3 +536,24 @@ def test_edits_in_place_answers_as_the_plain_pass_on_any_text(text: str) -> None
 def test_only_an_option_is_an_in_place_option(word: str) -> None:
     if not word.startswith("-"):
         assert not any(option.fullmatch(word) for option in progress._IN_PLACE.values())
+
+
+# --- a plain str result is told from a mapping without the ABC check ---------------------
+
+
+@given(
+    st.one_of(
+        st.text(max_size=40),
+        st.sampled_from(
+            ["ERROR: x", "<returncode>1</returncode>", "No changes made", "ok", "File unchanged"]
+        ),
+    )
+)
+def test_a_str_result_is_judged_as_its_text(text: str) -> None:
+    from loopwatch.detectors.adaptive.failures import _result_text, failure_text_in
+
+    class Text(str):
+        """A ``str`` subclass: takes the path of every other type."""
+
+    assert failure_text_in(text, _result_text(text)) == failure_text_in(Text(text), text)
+    assert reports_unchanged(text, text) is reports_unchanged(Text(text), text)

@@ -67,7 +67,8 @@ def failure_text_in(result: object, text: str | None) -> str | None:
     """:func:`result_failure_text` of a result whose text (``_result_text(result)``) is
     known: :func:`~loopwatch.detectors.adaptive.facts.build_adaptive_record` needs both, and
     joining a result's text parts once is enough."""
-    if type(result) is dict or isinstance(result, Mapping):
+    # (a plain ``str``, the commonest result, is no mapping: told without the ABC check)
+    if type(result) is not str and (type(result) is dict or isinstance(result, Mapping)):
         details = result.get("details")
         details = details if (type(details) is dict or isinstance(details, Mapping)) else {}
         status = details.get("status")

@@ -658,7 +658,8 @@ def reports_unchanged(result: object, text: str | None) -> bool:
     ``details``, and a result text starting with "No changes made" / "File unchanged" /
     "Content already identical" and the like (the first 300 characters are read).
     """
-    if type(result) is dict or isinstance(result, Mapping):
+    # (a plain ``str``, the commonest result, is no mapping: told without the ABC check)
+    if type(result) is not str and (type(result) is dict or isinstance(result, Mapping)):
         for holder in (result, result.get("details")):
             if (type(holder) is dict or isinstance(holder, Mapping)) and (
                 holder.get("changed") is False or holder.get("status") == "unchanged"
