@@ -135,7 +135,6 @@ def _any_of(patterns: tuple[re.Pattern[str] | LazyPattern, ...]) -> LazyPattern:
     return lazy_compile("|".join(parts))
 
 
-_ANY_SHELL_WRITE: Final = _any_of(_SHELL_WRITES)
 _ANY_CODE_WRITE: Final = _any_of(_CODE_WRITES)
 #: Text every match of :data:`_SHELL_WRITES` contains, one of these at least (each pattern
 #: spells one of them literally: ``>``, a verb, a tool name): a command with none of them
@@ -168,6 +167,38 @@ _SHELL_WRITE_WORDS: Final = (
     "poetry",
     "uv",
 )
+#: Each pattern of :data:`_SHELL_WRITES` with the words one of which every match of it
+#: spells (their union is :data:`_SHELL_WRITE_WORDS`). A command that passes the union's
+#: screen usually holds one or two of them (a ``>``, an ``rm`` inside ``format``): only the
+#: patterns whose words it holds are searched, a third of the cost of the one pattern of
+#: all eight alternatives, which tries every one of them at every position.
+_SHELL_WRITE_SCREENS: Final = tuple(
+    zip(
+        (
+            (">",),
+            ("rm", "mv", "cp", "mkdir", "touch", "ln", "chmod", "chown", "truncate", "install",
+             "patch", "dd", "rsync", "unzip"),
+            ("tar",),
+            ("find",),
+            ("git",),
+            ("install", "add", "remove"),
+            ("npm", "yarn", "bun"),
+            ("cargo", "poetry", "uv"),
+        ),
+        _SHELL_WRITES,
+        strict=True,
+    )
+)  # fmt: skip
+
+
+def _shell_writes(unquoted: str) -> bool:
+    """Whether one of :data:`_SHELL_WRITES` matches the unquoted shell text."""
+    return _may_match(unquoted, _SHELL_WRITE_WORDS) and any(
+        _may_match(unquoted, words) and pattern.search(unquoted) is not None
+        for words, pattern in _SHELL_WRITE_SCREENS
+    )
+
+
 #: The same for :data:`_CODE_WRITES`, one word a pattern (or one a name of its alternation):
 #: inline code that calls nothing of these cannot write. (``"("`` alone, every pattern's
 #: last character but the ``fs.`` one's, let most heredocs and ``python -c`` through.)
@@ -263,11 +294,7 @@ def _writes_in(command: str, shell: str, bodies: str, unquoted: str) -> bool:
     """:func:`shell_command_mutates` of ``command``, given its shell text and heredoc bodies
     (:func:`_split_heredocs` of its first 50,000 characters) and that shell text unquoted:
     :func:`shell_command_is_read_only` splits a command once for both of its questions."""
-    if (
-        _edits_in_place(unquoted)
-        or (_may_match(unquoted, _SHELL_WRITE_WORDS) and _ANY_SHELL_WRITE.search(unquoted))
-        or _code_writes(shell + "\n" + bodies)
-    ):
+    if _edits_in_place(unquoted) or _shell_writes(unquoted) or _code_writes(shell + "\n" + bodies):
         return True
     # ``bash -c "…"``: the quoted script is shell syntax too.
     if not _may_run_inline(shell):
