@@ -168,3 +168,20 @@ def test_write_screens_keep_the_answers() -> None:
     assert shell_command_mutates("uv add requests")
     assert not shell_command_mutates("ls -la && cat a.txt | grep x")
     assert not shell_command_mutates("python -m pytest -q tests/test_a.py")
+
+
+@settings(max_examples=800)
+@given(
+    st.one_of(
+        st.lists(st.sampled_from(_FRAGMENTS), max_size=12).map("".join),
+        st.text(max_size=60),
+    )
+)
+def test_the_word_patterns_find_exactly_the_family_words(text: str) -> None:
+    from loopwatch.detectors.adaptive import progress
+
+    for pattern, words in (
+        (progress._SHELL_WRITE_WORD, progress._SHELL_WRITE_WORDS),
+        (progress._CODE_WRITE_WORD, progress._CODE_WRITE_WORDS),
+    ):
+        assert (pattern.search(text) is not None) is progress._may_match(text, words), text
