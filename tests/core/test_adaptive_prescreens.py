@@ -38,7 +38,7 @@ _ALL_CHARS = "".join(chr(code) for code in range(sys.maxunicode + 1) if not 0xD8
 
 # --- mask_volatile: the leading lookahead ---------------------------------------------------
 
-_LOOKAHEAD = r"(?=[\dartp])(?:"
+_LOOKAHEAD = r"(?=[\dartp])(?=\d|\b(?:att|ret|try|pid|ppi))(?:"
 _PLAIN_VOLATILE = re.compile(
     _VOLATILE.pattern.removeprefix(_LOOKAHEAD).removesuffix(")"), _VOLATILE.flags
 )
@@ -72,12 +72,33 @@ _VOLATILE_FRAGMENTS = (
     "of",
     "apart",
     "trap",
+    "ATTEMPT 2",
+    "attempts",
+    "pretry 3",
+    "re-try 1",
+    "ppid 9",
+    "Pid#4",
+    "a1",
+    "t 5s",
+    "_",
 )
 
 
 def test_the_lookahead_is_a_prefix_of_the_plain_pattern() -> None:
     assert _VOLATILE.pattern.startswith(_LOOKAHEAD)
     assert _PLAIN_VOLATILE.pattern.startswith(r"\d{4}")
+
+
+def test_every_keyword_starts_with_a_prefix_of_the_second_lookahead() -> None:
+    # The keyword alternatives (each after a word boundary), and the prefixes the second
+    # lookahead accepts at one: each keyword starts with one of them.
+    for keyword in ("attempt", "retry", "retries", "try", "pid", "ppid"):
+        assert keyword[:3] in ("att", "ret", "try", "pid", "ppi"), keyword
+    assert r"\b(?:attempt|retry|retries|try)" in _VOLATILE.pattern
+    assert r"\b(?:pid|ppid)" in _VOLATILE.pattern
+    # every other alternative starts with a digit
+    body = _PLAIN_VOLATILE.pattern
+    assert body.startswith(r"\d{4}") and r"|\b\d{1,2}:" in body and r"|\b\d{1,12}" in body
 
 
 def test_every_character_that_can_start_a_volatile_span_passes_the_lookahead() -> None:
