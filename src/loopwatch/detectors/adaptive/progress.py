@@ -565,9 +565,11 @@ def shell_command_is_read_only(
     unquoted = _strip_quotes(shell)
     # (every descriptor redirection holds a "&": text without one has none to blank)
     syntax = _FD_REDIRECT.sub(" ", unquoted) if "&" in unquoted else unquoted
-    reads = all(
-        _simple_command_reads(part.split(), read_only) for part in _SIMPLE_SPLIT.split(syntax)
-    )
+    reads = True
+    for part in _SIMPLE_SPLIT.split(syntax):  # (a loop: no generator for a few parts)
+        if not _simple_command_reads(part.split(), read_only):
+            reads = False
+            break
     if not reads and (not _may_run_inline(shell) or _INLINE_SHELL.search(shell) is None):
         return False
     mutates = _writes_in(command, shell, bodies, unquoted)
