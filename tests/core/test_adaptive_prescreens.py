@@ -38,7 +38,7 @@ _ALL_CHARS = "".join(chr(code) for code in range(sys.maxunicode + 1) if not 0xD8
 
 # --- mask_volatile: the leading lookahead ---------------------------------------------------
 
-_LOOKAHEAD = r"(?=[\dartp])(?:"
+_LOOKAHEAD = r"(?=[\dartp])(?=\d|\b(?:att|ret|try|pid|ppi))(?:"
 _PLAIN_VOLATILE = re.compile(
     _VOLATILE.pattern.removeprefix(_LOOKAHEAD).removesuffix(")"), _VOLATILE.flags
 )
@@ -72,12 +72,33 @@ _VOLATILE_FRAGMENTS = (
     "of",
     "apart",
     "trap",
+    "ATTEMPT 2",
+    "attempts",
+    "pretry 3",
+    "re-try 1",
+    "ppid 9",
+    "Pid#4",
+    "a1",
+    "t 5s",
+    "_",
 )
 
 
 def test_the_lookahead_is_a_prefix_of_the_plain_pattern() -> None:
     assert _VOLATILE.pattern.startswith(_LOOKAHEAD)
     assert _PLAIN_VOLATILE.pattern.startswith(r"\d{4}")
+
+
+def test_every_keyword_starts_with_a_prefix_of_the_second_lookahead() -> None:
+    # The keyword alternatives (each after a word boundary), and the prefixes the second
+    # lookahead accepts at one: each keyword starts with one of them.
+    for keyword in ("attempt", "retry", "retries", "try", "pid", "ppid"):
+        assert keyword[:3] in ("att", "ret", "try", "pid", "ppi"), keyword
+    assert r"\b(?:attempt|retry|retries|try)" in _VOLATILE.pattern
+    assert r"\b(?:pid|ppid)" in _VOLATILE.pattern
+    # every other alternative starts with a digit
+    body = _PLAIN_VOLATILE.pattern
+    assert body.startswith(r"\d{4}") and r"|\b\d{1,2}:" in body and r"|\b\d{1,12}" in body
 
 
 def test_every_character_that_can_start_a_volatile_span_passes_the_lookahead() -> None:
@@ -342,3 +363,218 @@ def test_the_inline_script_is_still_judged() -> None:
     assert shell_command_mutates("sh -c 'echo hi > f'")
     assert not shell_command_mutates("sh -c 'ls -la'")
     assert shell_command_mutates("python - <<EOF\nimport pathlib\npathlib.Path('a').touch()\nEOF")
+
+
+# --- shell_command_is_read_only: the simple commands judged before the write searches ----
+
+
+def _simple_command_reads_plain(words: list[str], read_only: frozenset[str]) -> bool:
+    """``progress._simple_command_reads`` without its screens (every word tried, a copy)."""
+    index = 0
+    while index < len(words) and (
+        words[index] in progress._PREFIX_WORDS or progress._ASSIGNMENT.match(words[index])
+    ):
+        index += 1
+    if index < len(words) and words[index] == "timeout":
+        index += 1
+        while index < len(words) and (words[index].startswith("-") or words[index][:1].isdigit()):
+            index += 1
+    words = words[index:]
+    if not words or all(word in progress._CLOSING_WORDS for word in words):
+        return True
+    name = words[0].rsplit("/", 1)[-1]
+    if name not in read_only:
+        name = name.lower()
+    if name in ("for", "case", "select"):
+        return True
+    if name not in read_only:
+        return False
+    if name == "git":
+        return progress._git_reads(words)
+    if name == "find":
+        return not any(word in progress._FIND_ACTIONS for word in words)
+    return True
+
+
+def _read_only_writes_first(command: str, read_only: frozenset[str]) -> bool:
+    """The judgement in its plain order and without screens: no write anywhere, then every
+    simple command reads."""
+    if len(command) > 10_000:
+        return False
+    if shell_command_mutates(command):
+        return False
+    shell, _bodies = progress._split_heredocs(command)
+    unquoted = progress._QUOTED.sub("Q", shell)
+    return all(
+        _simple_command_reads_plain(part.split(), read_only)
+        for part in progress._SIMPLE_SPLIT.split(progress._FD_REDIRECT.sub(" ", unquoted))
+    )
+
+
+@settings(max_examples=1500)
+@given(
+    st.lists(st.sampled_from(_COMMAND_FRAGMENTS + _INLINE_FRAGMENTS), max_size=10).map("".join),
+    st.sampled_from([READ_ONLY_COMMANDS, READ_ONLY_COMMANDS | {"kubectl", "python"}]),
+)
+def test_reads_first_judges_as_writes_first(command: str, read_only: frozenset[str]) -> None:
+    assert shell_command_is_read_only(command, read_only) is _read_only_writes_first(
+        command, read_only
+    )
+
+
+@given(st.text(max_size=40), st.sampled_from(_COMMAND_FRAGMENTS))
+def test_reads_first_judges_as_writes_first_on_any_text(prefix: str, fragment: str) -> None:
+    for command in (prefix + fragment, fragment + prefix, "ls " + prefix):
+        assert shell_command_is_read_only(command) is _read_only_writes_first(
+            command, READ_ONLY_COMMANDS
+        )
+
+
+_WORD_FRAGMENTS = (
+    "ls",
+    "git",
+    "status",
+    "stash",
+    "find",
+    "-delete",
+    "sudo",
+    "timeout",
+    "5",
+    "-s",
+    "A=1",
+    "_x=",
+    "=y",
+    "1=2",
+    "a-b=c",
+    "fi",
+    "done",
+    ")",
+    "for",
+    "/bin/cat",
+    "Get-Content",
+    "kubectl",
+    "python",
+    "ſed",
+)
+
+
+@settings(max_examples=1500)
+@given(
+    st.lists(st.sampled_from(_WORD_FRAGMENTS), max_size=8),
+    st.sampled_from([READ_ONLY_COMMANDS, READ_ONLY_COMMANDS | {"kubectl"}]),
+)
+def test_simple_command_reads_answers_as_the_plain_test(
+    words: list[str], read_only: frozenset[str]
+) -> None:
+    assert progress._simple_command_reads(list(words), read_only) is _simple_command_reads_plain(
+        list(words), read_only
+    )
+
+
+@given(st.text(max_size=20))
+def test_an_assignment_holds_an_equals_sign(word: str) -> None:
+    if "=" not in word:
+        assert progress._ASSIGNMENT.match(word) is None
+
+
+@given(st.text(max_size=40))
+def test_text_without_a_quote_or_an_ampersand_has_nothing_to_replace(text: str) -> None:
+    if "'" not in text and '"' not in text:
+        assert progress._QUOTED.sub("Q", text) == text == progress._strip_quotes(text)
+    if "&" not in text:
+        assert progress._FD_REDIRECT.sub(" ", text) == text
+    assert progress._strip_quotes(text) == progress._QUOTED.sub("Q", text)
+
+
+def test_reads_first_still_finds_the_writes_of_a_reading_command() -> None:
+    assert shell_command_is_read_only("ls | grep x") is True
+    assert shell_command_is_read_only("ls > out") is False  # every command reads, one writes
+    assert shell_command_is_read_only("cat f | tee g") is False
+    assert shell_command_is_read_only("python t.py") is False  # judged without the searches
+    assert shell_command_is_read_only('echo x && bash -c "ls"') is False  # bash does not read
+
+
+# --- _edits_in_place: simple commands without an editor skipped, options told apart ------
+
+
+def _edits_in_place_plain(shell: str) -> bool:
+    """``progress._edits_in_place`` without its screens: every word of every simple command."""
+    for segment in progress._SIMPLE_COMMANDS.finditer(shell):
+        after: set[str] = set()
+        file_after = False
+        for word in reversed(segment.group().split()):
+            if (word in progress._IN_PLACE and word in after) or (word == "tee" and file_after):
+                return True
+            after.update(
+                editor for editor, option in progress._IN_PLACE.items() if option.fullmatch(word)
+            )
+            file_after = file_after or not (word.startswith("-") or word == "/dev/null")
+    return False
+
+
+_IN_PLACE_FRAGMENTS = (
+    "sed",
+    "perl",
+    "tee",
+    "-i",
+    "-i.bak",
+    "--in-place",
+    "--in-place=.orig",
+    "-pi",
+    "-pie",
+    "-n",
+    "-e",
+    "-a",
+    "s/a/b/",
+    "f.py",
+    "/dev/null",
+    "i",
+    "x-i",
+    "sedx",
+    "tees",
+    " ",
+    "\t",
+    "\n",
+    ";",
+    "|",
+    "&",
+)
+
+
+@settings(max_examples=1500)
+@given(st.lists(st.sampled_from(_IN_PLACE_FRAGMENTS), max_size=14).map("".join))
+def test_edits_in_place_answers_as_the_plain_pass(shell: str) -> None:
+    assert progress._edits_in_place(shell) is _edits_in_place_plain(shell)
+
+
+@given(st.text(max_size=30))
+def test_edits_in_place_answers_as_the_plain_pass_on_any_text(text: str) -> None:
+    for shell in (text, "sed " + text + " -i", text + " | tee f", "perl -pi " + text):
+        assert progress._edits_in_place(shell) is _edits_in_place_plain(shell)
+
+
+@given(st.text(max_size=12))
+def test_only_an_option_is_an_in_place_option(word: str) -> None:
+    if not word.startswith("-"):
+        assert not any(option.fullmatch(word) for option in progress._IN_PLACE.values())
+
+
+# --- a plain str result is told from a mapping without the ABC check ---------------------
+
+
+@given(
+    st.one_of(
+        st.text(max_size=40),
+        st.sampled_from(
+            ["ERROR: x", "<returncode>1</returncode>", "No changes made", "ok", "File unchanged"]
+        ),
+    )
+)
+def test_a_str_result_is_judged_as_its_text(text: str) -> None:
+    from loopwatch.detectors.adaptive.failures import _result_text, failure_text_in
+
+    class Text(str):
+        """A ``str`` subclass: takes the path of every other type."""
+
+    assert failure_text_in(text, _result_text(text)) == failure_text_in(Text(text), text)
+    assert reports_unchanged(text, text) is reports_unchanged(Text(text), text)

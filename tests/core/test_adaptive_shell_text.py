@@ -142,6 +142,20 @@ def test_a_text_without_a_family_word_matches_no_pattern_of_that_family(text: st
     for patterns, words in families:
         if not progress._may_match(text, words):
             assert all(pattern.search(text) is None for pattern in patterns), text
+    for words, pattern in progress._SHELL_WRITE_SCREENS:  # each shell pattern's own words
+        if not progress._may_match(text, words):
+            assert pattern.search(text) is None, (pattern.pattern, text)
+    assert progress._shell_writes(text) == any(p.search(text) for p in progress._SHELL_WRITES)
+
+
+def test_the_shell_write_screens_are_the_patterns_and_their_words() -> None:
+    from loopwatch.detectors.adaptive import progress
+
+    screens = progress._SHELL_WRITE_SCREENS
+    assert tuple(pattern for _words, pattern in screens) == progress._SHELL_WRITES
+    assert {word for words, _pattern in screens for word in words} == set(
+        progress._SHELL_WRITE_WORDS
+    )
 
 
 def test_write_screens_keep_the_answers() -> None:
@@ -154,3 +168,20 @@ def test_write_screens_keep_the_answers() -> None:
     assert shell_command_mutates("uv add requests")
     assert not shell_command_mutates("ls -la && cat a.txt | grep x")
     assert not shell_command_mutates("python -m pytest -q tests/test_a.py")
+
+
+@settings(max_examples=800)
+@given(
+    st.one_of(
+        st.lists(st.sampled_from(_FRAGMENTS), max_size=12).map("".join),
+        st.text(max_size=60),
+    )
+)
+def test_the_word_patterns_find_exactly_the_family_words(text: str) -> None:
+    from loopwatch.detectors.adaptive import progress
+
+    for pattern, words in (
+        (progress._SHELL_WRITE_WORD, progress._SHELL_WRITE_WORDS),
+        (progress._CODE_WRITE_WORD, progress._CODE_WRITE_WORDS),
+    ):
+        assert (pattern.search(text) is not None) is progress._may_match(text, words), text

@@ -297,30 +297,60 @@ class AdaptiveProfile(DetectorProfile):
         records: list[Any] = list(map(memo.get, keys))
         if all(records):  # (a decoded record is always true, a miss is ``None``)
             return records
-        record_from_history = self._adaptive.record_from_history
-        config = self.config
         for index in list(compress(range(len(records)), map(not_, records))):
-            record = window[index]
-            tool_name = record.tool_name
-            args_hash = record.args_hash
-            result_hash = record.result_hash
-            facts = record.adaptive_facts
-            built = self._built
-            decoded = built[1] if built is not None and built[0] == facts else None
-            if (
-                decoded is None
-                or decoded.result_hash != result_hash
-                or decoded.args_hash != args_hash
-                or decoded.tool_name != tool_name
-            ):
-                decoded = record_from_history(tool_name, args_hash, result_hash, facts, config)
-            key = keys[index]
-            if key is not None:
-                if len(memo) >= DECODED_MEMO_SIZE:
-                    memo.clear()
-                memo[key] = decoded
-            records[index] = decoded
+            records[index] = self._decode(window[index], keys[index])
         return records
+
+    def _decode(self, record: Any, key: Hashable) -> Any:
+        """The adaptive record of one history record the memo misses, remembered under
+        ``key`` (unless ``None``): :meth:`_decoded`'s step for each miss."""
+        tool_name = record.tool_name
+        args_hash = record.args_hash
+        result_hash = record.result_hash
+        facts = record.adaptive_facts
+        built = self._built
+        decoded = built[1] if built is not None and built[0] == facts else None
+        if (
+            decoded is None
+            or decoded.result_hash != result_hash
+            or decoded.args_hash != args_hash
+            or decoded.tool_name != tool_name
+        ):
+            decoded = self._adaptive.record_from_history(
+                tool_name, args_hash, result_hash, facts, self.config
+            )
+        if key is not None:
+            memo = self._decoded_memo
+            if len(memo) >= DECODED_MEMO_SIZE:
+                memo.clear()
+            memo[key] = decoded
+        return decoded
+
+    def _cleared_and_new(self, run: RunHistory, source: Sequence[Any], call: UpcomingCall) -> bool:
+        """Whether the adaptive detectors are sure to find nothing, from two cheap facts.
+
+        ``evaluate_adaptive`` ends at its first step on most calls: the newest record of the
+        window is a finished success of the upcoming call's tool (which clears every earlier
+        failure of it) and no record of the window has the call's args hash (see
+        ``screens.summarise``). The first fact needs the newest record decoded, not the
+        window (its content key and the memo of :meth:`_decoded`); the second follows from
+        ``run.no_progress``, whose count of the run's records of this very call (tool and
+        args hash, SPEC §4) is 0. A record with the args hash of another tool would only
+        make ``summarise`` look further, at a window as quiet (no record of the call, and the
+        newest record of the tool a success). ``False`` says nothing: the detectors run.
+        What this saves is the window's content keys and their lookups, the larger part of
+        a quiet call's detection.
+        """
+        if source[-1].tool_name != call.tool_name:
+            return False  # (read from the stored record: the common miss, undecoded)
+        keys = run.content_keys(len(source) - 1)
+        if keys is None:
+            return False
+        # (_decoded of the one record, without its machinery for a window)
+        record = self._decoded_memo.get(keys[0]) or self._decode(source[-1], keys[0])
+        if record.transparent or record.result_hash is None or record.failed:
+            return False
+        return run.no_progress(call.tool_name, call.args_hash)[2] == 0
 
     def _detect_adaptive(
         self, history: Sequence[Any] | RunHistory, call: UpcomingCall
@@ -333,7 +363,16 @@ class AdaptiveProfile(DetectorProfile):
         if answers_itself(history):
             run: RunHistory = history  # type: ignore[assignment]  # (checked just above)
             source: Sequence[Any] = run.fields()
-            start = max(0, len(source) - config.window)
+            end = len(source)
+            start = max(0, end - config.window)
+            # (Only while every detector has a screen: a quiet window is then one no
+            # detector fires on, as evaluate_adaptive decides.)
+            if (
+                start < end
+                and self._adaptive.detectors._ALL_SCREENED
+                and self._cleared_and_new(run, source, call)
+            ):
+                return None
             keys = run.content_keys(start)
         else:
             source = history  # type: ignore[assignment]  # (not a RunHistory: a sequence)
