@@ -13,6 +13,7 @@ import sys
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_adaptive_screens import _plain_edits_in_place  # the plain in-place scan, shared
 
 from loopwatch.detectors.adaptive import progress
 from loopwatch.detectors.adaptive.failures import _VOLATILE, mask_volatile
@@ -497,21 +498,6 @@ def test_reads_first_still_finds_the_writes_of_a_reading_command() -> None:
 # --- _edits_in_place: simple commands without an editor skipped, options told apart ------
 
 
-def _edits_in_place_plain(shell: str) -> bool:
-    """``progress._edits_in_place`` without its screens: every word of every simple command."""
-    for segment in progress._SIMPLE_COMMANDS.finditer(shell):
-        after: set[str] = set()
-        file_after = False
-        for word in reversed(segment.group().split()):
-            if (word in progress._IN_PLACE and word in after) or (word == "tee" and file_after):
-                return True
-            after.update(
-                editor for editor, option in progress._IN_PLACE.items() if option.fullmatch(word)
-            )
-            file_after = file_after or not (word.startswith("-") or word == "/dev/null")
-    return False
-
-
 _IN_PLACE_FRAGMENTS = (
     "sed",
     "perl",
@@ -544,13 +530,13 @@ _IN_PLACE_FRAGMENTS = (
 @settings(max_examples=1500)
 @given(st.lists(st.sampled_from(_IN_PLACE_FRAGMENTS), max_size=14).map("".join))
 def test_edits_in_place_answers_as_the_plain_pass(shell: str) -> None:
-    assert progress._edits_in_place(shell) is _edits_in_place_plain(shell)
+    assert progress._edits_in_place(shell) is _plain_edits_in_place(shell)
 
 
 @given(st.text(max_size=30))
 def test_edits_in_place_answers_as_the_plain_pass_on_any_text(text: str) -> None:
     for shell in (text, "sed " + text + " -i", text + " | tee f", "perl -pi " + text):
-        assert progress._edits_in_place(shell) is _edits_in_place_plain(shell)
+        assert progress._edits_in_place(shell) is _plain_edits_in_place(shell)
 
 
 @given(st.text(max_size=12))
