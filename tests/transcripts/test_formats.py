@@ -104,7 +104,18 @@ def test_openhands_counts_tool_call_actions_and_matches_observations_by_cause() 
     tools = [call.tool for call in calls]
     assert tools.count("run") == 13 and tools.count("read") == 6 and tools.count("edit") == 2
     assert tools[-1] == "finish"
-    assert all(call.result is not UNDEFINED for call in calls if call.tool == "run")
+    runs = [call for call in calls if call.tool == "run"]
+    assert all((call.result is UNDEFINED) != (call.error is UNDEFINED) for call in runs)
+
+
+def test_openhands_commands_that_exit_non_zero_are_failures() -> None:
+    runs = [call for call in _calls(_read("openhands/output.jsonl")) if call.tool == "run"]
+    failed = [call for call in runs if call.error is not UNDEFINED]
+    # extras.metadata.exit_code of the sample's 13 run observations: 127, 2, 2, 127, 127
+    # for five of them, 0 for the rest.
+    assert len(failed) == 5
+    assert str(failed[0].error).startswith("bash: ponyc: command not found")
+    assert all(call.result is UNDEFINED for call in failed)
 
 
 def test_tau_bench_tasks_are_runs() -> None:

@@ -11,7 +11,11 @@ action: ``{"id", "observation": "run" | "read" | "error" | ..., "content", "extr
   calls; ``system``, ``message`` and ``recall`` events do not). A stream without any
   metadata (CodeAct before function calling) counts the agent's tool actions instead.
 - The call replayed is the action name (``run``, ``edit``, ...) with its ``args``; the
-  result is the observation's ``content``, and an ``error`` observation is a failure.
+  result is the observation's ``content``. An ``error`` observation is a failure, and so
+  is a ``run`` observation whose command exited non-zero (``extras.metadata.exit_code``;
+  ``extras.exit_code`` in older streams): OpenHands records no other error flag for a
+  failed command, so without it a command failing the same way again and again would
+  read as one succeeding.
 - A ``condensation`` action (the memory condenser dropped history) arms the
   post-compaction guard.
 - Calls from one model response (same ``model_response.id``) form a batch.
@@ -63,6 +67,25 @@ def is_event_list(values: Sequence[object]) -> bool:
     """Whether a list is an OpenHands event stream (most items are events)."""
     events = sum(1 for value in values if is_event(value))
     return events > 0 and events * 2 >= len(values)
+
+
+def _exit_code(extras: object) -> int | None:
+    """The exit code a ``run`` observation's ``extras`` record, or ``None``."""
+    if not isinstance(extras, Mapping):
+        return None
+    metadata = extras.get("metadata")
+    code = metadata.get("exit_code") if isinstance(metadata, Mapping) else None
+    if code is None:
+        code = extras.get("exit_code")
+    return code if isinstance(code, int) and not isinstance(code, bool) else None
+
+
+def _failed(observation: Mapping[str, object]) -> bool:
+    """Whether an observation reports a failure: an ``error`` one, or a non-zero exit."""
+    if observation.get("observation") == "error":
+        return True
+    code = _exit_code(observation.get("extras"))
+    return code is not None and code != 0
 
 
 def _batch_key(event: Mapping[str, object]) -> str | None:
@@ -124,7 +147,7 @@ def add_events(
                     book.unmatched += 1  # answers no action of this stream
                 continue
             content = event.get("content", "")
-            if event.get("observation") == "error":
+            if _failed(event):
                 draft_for.error = content
                 draft_for.result = UNDEFINED
             else:
