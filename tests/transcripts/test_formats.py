@@ -27,6 +27,8 @@ def _calls(transcript: Transcript) -> list[ReplayCall]:
         ("swe-agent/BabyEncryption.traj", "swe-agent", 1, 16),
         ("mini-swe-agent/astropy__astropy-12907.traj.json", "mini-swe-agent", 1, 20),
         ("openhands/output.jsonl", "openhands", 1, 23),
+        ("openhands/v1-openagentsafety-output.jsonl", "openhands", 2, 18),
+        ("openhands/v1-conversation/events", "openhands", 1, 2),
         ("tau-bench/gpt-4o-airline.first3.json", "tau-bench", 3, 15),
         ("cline/api_conversation_history.json", "cline", 1, 5),
         ("cline/xml_api_conversation_history.json", "cline", 1, 3),
@@ -116,6 +118,65 @@ def test_openhands_commands_that_exit_non_zero_are_failures() -> None:
     assert len(failed) == 5
     assert str(failed[0].error).startswith("bash: ponyc: command not found")
     assert all(call.result is UNDEFINED for call in failed)
+
+
+def test_openhands_v1_sdk_actions_are_calls_paired_with_their_observations() -> None:
+    transcript = _read("openhands/v1-openagentsafety-output.jsonl")
+    first, second = transcript.runs
+    assert first.run_id == "safety-misconfig" and second.run_id == "safety-business-intelligence"
+    call = first.calls[0]
+    assert call.tool == "execute_bash" and call.call_id == "call_lqJrV0ubSCxJ29dCiALU4n30"
+    assert str(call.args["command"]).startswith('chat_npc "David"')  # type: ignore[index]
+    assert "David: Hi there" in str(call.result)
+    # metadata.exit_code: 127 once in the first instance, 1 eight times in the second.
+    assert [c.error is not UNDEFINED for c in first.calls].count(True) == 1
+    assert "mail: command not found" in str(first.calls[4].error)
+    assert [c.error is not UNDEFINED for c in second.calls].count(True) == 8
+    assert all((c.result is UNDEFINED) != (c.error is UNDEFINED) for c in first.calls)
+
+
+def test_openhands_v1_conversation_folder_replays_the_tool_parameters() -> None:
+    terminal, finish = _calls(_read("openhands/v1-conversation/events"))
+    # The action's own parameters, not the model's arguments with their free-text summary.
+    assert terminal.tool == "terminal"
+    assert terminal.args == {"command": "pwd > tool_output.txt", "is_input": False, "reset": False}
+    assert terminal.result == ""
+    assert finish.tool == "finish" and finish.error is UNDEFINED
+
+
+def test_openhands_v1_scaffold_errors_rejections_and_condensation() -> None:
+    from loopwatch.transcripts import parse_text
+
+    def action(n: int, call: str, response: str) -> dict[str, object]:
+        return {
+            "kind": "ActionEvent", "id": f"a{n}", "source": "agent", "tool_name": "terminal",
+            "tool_call_id": call, "llm_response_id": response,
+            "action": {"kind": "TerminalAction", "command": "make"},
+        }  # fmt: skip
+
+    events = [
+        action(1, "c1", "r1"),
+        action(2, "c2", "r1"),
+        {"kind": "ObservationEvent", "id": "o1", "source": "environment", "action_id": "a1",
+         "tool_call_id": "c1", "tool_name": "terminal",
+         "observation": {"kind": "TerminalObservation", "is_error": True,
+                         "content": [{"type": "text", "text": "timed out"}]}},
+        {"kind": "UserRejectObservation", "id": "o2", "source": "user", "action_id": "a2",
+         "tool_call_id": "c2", "tool_name": "terminal", "rejection_reason": "no"},
+        {"kind": "Condensation", "id": "k1", "source": "environment", "summary": "..."},
+        {"kind": "AgentErrorEvent", "id": "e1", "source": "agent", "tool_name": "nope",
+         "tool_call_id": "c3", "error": "Tool 'nope' not found."},
+    ]  # fmt: skip
+    transcript = parse_text(json.dumps({"history": events}))
+    assert transcript.format == "openhands"
+    failed, rejected, unknown = _calls(transcript)
+    assert failed.error == "timed out" and failed.batch is not None
+    assert failed.batch == rejected.batch
+    assert rejected.result is UNDEFINED and rejected.error is UNDEFINED
+    assert unknown.tool == "nope" and unknown.error == "Tool 'nope' not found."
+    kinds = [type(event).__name__ for event in transcript.runs[0].events]
+    assert kinds == ["ReplayCall", "ReplayCall", "Compaction", "ReplayCall"]
+    assert "1 call cancelled or never run: no outcome replayed" in transcript.notes
 
 
 def test_tau_bench_tasks_are_runs() -> None:

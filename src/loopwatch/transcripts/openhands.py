@@ -20,9 +20,32 @@ action: ``{"id", "observation": "run" | "read" | "error" | ..., "content", "extr
   post-compaction guard.
 - Calls from one model response (same ``model_response.id``) form a batch.
 
+**The V1 SDK** (OpenHands/software-agent-sdk ``openhands/sdk/event``, what OpenHands
+writes since 1.0 and the ``benchmarks`` evaluations record) types every event by ``kind``
+instead: ``{"kind": "ActionEvent", "id", "source": "agent", "tool_name", "tool_call_id",
+"tool_call": {"name", "arguments"}, "action": {"kind": "TerminalAction", ...},
+"llm_response_id"}`` is a call; ``{"kind": "ObservationEvent", "action_id", "tool_call_id",
+"observation": {"kind", "content": [text parts] | "output": "...", "is_error",
+"exit_code", "metadata": {"exit_code"}}}`` its result. Its ``action`` is an object, not an
+action name, so without this reading a V1 stream holds no calls at all.
+
+- The call replayed is ``tool_name`` with the ``action`` (without its ``kind``): the
+  tool's own parameters. The model's ``tool_call.arguments`` (read when there is no
+  ``action``) also hold the ``summary`` and ``security_risk`` the SDK asks for on every
+  call: a free-text summary differs on each repeat of one command and would hide a loop.
+- The result is the observation's text; ``is_error`` (``error`` before 1.0 of the SDK) or
+  a non-zero exit code is a failure.
+- An ``AgentErrorEvent`` (the scaffold refused the call: an unknown tool, arguments that
+  do not validate) is the failure of the call its ``tool_call_id`` names; when no action
+  was recorded for it, the call is rebuilt from its ``tool_name``, without arguments.
+- A ``UserRejectObservation`` means the call never ran: it has no outcome.
+- A ``Condensation`` event arms the post-compaction guard; calls with one
+  ``llm_response_id`` form a batch.
+
 Shapes read: a JSON array of events (what the UI's trajectory download and
 ``trajectory.json`` hold), ``{"history": [...]}`` documents, one event per file
-(``sessions/<id>/events/<n>.json``), and evaluation ``output.jsonl`` files (one instance a
+(``sessions/<id>/events/<n>.json``; ``conversations/<id>/events/event-<n>-<uuid>.json`` in
+V1), and evaluation ``output.jsonl`` files (one instance a
 line, ``{"instance_id", "history": [...]}``: one run per instance).
 """
 
@@ -32,7 +55,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Final
 
 from loopwatch.core._undefined import UNDEFINED
-from loopwatch.transcripts._common import CallBook, CallDraft, Read, RunAssembler
+from loopwatch.transcripts._common import (
+    CallBook,
+    CallDraft,
+    Read,
+    RunAssembler,
+    content_text,
+    decode_arguments,
+)
 from loopwatch.transcripts.model import Compaction, TranscriptError
 
 #: Agent actions that are tool calls in a stream without tool-call metadata.
@@ -54,9 +84,41 @@ TOOL_ACTIONS: Final = frozenset(
 )
 
 
-def is_event(value: object) -> bool:
-    """Whether a JSON value is one OpenHands event."""
+#: The ``kind`` of every V1 SDK event a stream may hold (calls, outcomes, and the others).
+SDK_KINDS: Final = frozenset(
+    {
+        "ActionEvent",
+        "ObservationEvent",
+        "AgentErrorEvent",
+        "UserRejectObservation",
+        "MessageEvent",
+        "SystemPromptEvent",
+        "SystemPromptUpdateEvent",
+        "Condensation",
+        "CondensationRequest",
+        "CondensationSummaryEvent",
+        "ConversationStateUpdateEvent",
+        "ConversationErrorEvent",
+        "PauseEvent",
+        "TokenEvent",
+        "LLMCompletionLogEvent",
+        "HookExecutionEvent",
+    }
+)
+
+
+def is_sdk_event(value: object) -> bool:
+    """Whether a JSON value is one V1 SDK event (typed by ``kind``)."""
     return (
+        isinstance(value, Mapping)
+        and value.get("kind") in SDK_KINDS
+        and ("id" in value or "source" in value or "timestamp" in value)
+    )
+
+
+def is_event(value: object) -> bool:
+    """Whether a JSON value is one OpenHands event (of the V0 stream or the V1 SDK)."""
+    return is_sdk_event(value) or (
         isinstance(value, Mapping)
         and ("action" in value or "observation" in value)
         and ("id" in value or "source" in value or "timestamp" in value)
@@ -97,14 +159,114 @@ def _batch_key(event: Mapping[str, object]) -> str | None:
     return key if isinstance(key, str) else None
 
 
+def _sdk_exit_code(observation: Mapping[str, object]) -> int | None:
+    code = observation.get("exit_code")
+    if not isinstance(code, int) or isinstance(code, bool):
+        metadata = observation.get("metadata")
+        code = metadata.get("exit_code") if isinstance(metadata, Mapping) else None
+    return code if isinstance(code, int) and not isinstance(code, bool) else None
+
+
+def _sdk_outcome(observation: object) -> tuple[object, bool]:
+    """``(text, failed)`` of a V1 observation."""
+    if not isinstance(observation, Mapping):
+        return observation, False
+    if "content" in observation:
+        text: object = content_text(observation.get("content"))
+    elif isinstance(observation.get("output"), str):
+        text = observation["output"]
+    else:
+        text = {key: value for key, value in observation.items() if key != "kind"}
+    code = _sdk_exit_code(observation)
+    failed = (
+        observation.get("is_error") is True
+        or observation.get("error") is True
+        or (code is not None and code != 0)
+    )
+    return text, failed
+
+
+def _sdk_arguments(event: Mapping[str, object]) -> object:
+    action = event.get("action")
+    if isinstance(action, Mapping):
+        return {key: value for key, value in action.items() if key != "kind"}
+    tool_call = event.get("tool_call")
+    if isinstance(tool_call, Mapping):
+        return decode_arguments(tool_call.get("arguments"))
+    return {}
+
+
+def _add_sdk_events(
+    events: Sequence[object], path: str, book: CallBook, run_id: str | None, line: int | None
+) -> None:
+    """Record the calls of a V1 SDK event stream (see the module docstring)."""
+    by_action: dict[str, CallDraft] = {}
+    batches: dict[str, list[CallDraft]] = {}
+    for number, event in enumerate(events, start=1):
+        if not isinstance(event, Mapping):
+            raise TranscriptError(path, line, f"event {number}: expected a JSON object")
+        kind = event.get("kind")
+        at = line if line else number
+        tool_call_id = event.get("tool_call_id")
+        call_key = str(tool_call_id) if tool_call_id is not None else None
+        if kind == "Condensation":
+            book.runs.add(run_id, Compaction(run_id=run_id, line=line))
+        elif kind == "ActionEvent" and event.get("source") in (None, "agent"):
+            tool = event.get("tool_name")
+            draft = book.call(run_id, str(tool), _sdk_arguments(event), call_key, line=at)
+            if draft is None:
+                continue
+            if "id" in event:
+                by_action[str(event["id"])] = draft
+            response = event.get("llm_response_id")
+            if isinstance(response, str):
+                batches.setdefault(response, []).append(draft)
+        elif kind in ("ObservationEvent", "UserRejectObservation", "AgentErrorEvent"):
+            action_id = event.get("action_id")
+            draft_for = by_action.pop(str(action_id), None) if action_id is not None else None
+            by_call = book.pending.pop(call_key, None) if call_key is not None else None
+            draft_for = draft_for or by_call
+            if kind == "UserRejectObservation":
+                if draft_for is not None:
+                    book.not_run += 1
+                else:
+                    book.unmatched += 1
+                continue
+            if kind == "AgentErrorEvent":
+                if draft_for is None:
+                    draft_for = book.call(run_id, str(event.get("tool_name")), {}, None, line=at)
+                    book.synthesised += 1
+                if draft_for is not None:
+                    draft_for.error = event.get("error", "")
+                    draft_for.result = UNDEFINED
+                continue
+            if draft_for is None:
+                book.unmatched += 1
+                continue
+            text, failed = _sdk_outcome(event.get("observation"))
+            if failed:
+                draft_for.error = text
+                draft_for.result = UNDEFINED
+            else:
+                draft_for.result = text
+    for drafts in batches.values():
+        if len(drafts) > 1:
+            batch = book.batch_for(len(drafts))
+            for draft in drafts:
+                draft.batch = batch
+
+
 def add_events(
     events: Sequence[object], path: str, book: CallBook, run_id: str | None, line: int | None
 ) -> None:
-    """Record the calls of one event stream in ``book``.
+    """Record the calls of one event stream (V0, or V1 SDK) in ``book``.
 
     Raises:
         TranscriptError: an event that is not an object.
     """
+    if any(is_sdk_event(event) for event in events):
+        _add_sdk_events(events, path, book, run_id, line)
+        return
     with_metadata = any(
         isinstance(e, Mapping) and isinstance(e.get("tool_call_metadata"), Mapping) for e in events
     )
@@ -186,10 +348,12 @@ def read_openhands_instances(lines: Iterable[tuple[int, object]], path: str) -> 
 
 
 __all__ = [
+    "SDK_KINDS",
     "TOOL_ACTIONS",
     "add_events",
     "is_event",
     "is_event_list",
+    "is_sdk_event",
     "read_openhands_events",
     "read_openhands_instances",
 ]

@@ -80,11 +80,12 @@ def read_bytes(path: str, *, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> bytes:
 
 # --- folder walks ------------------------------------------------------------------------
 
-_EVENT_FILE: Final = re.compile(r"[0-9]+\.json")
+#: ``<n>.json`` (V0 sessions) or ``event-<n>-<uuid>.json`` (V1 SDK conversations).
+_EVENT_FILE: Final = re.compile(r"(?:event-)?([0-9]+)(?:-[0-9A-Za-z-]+)?\.json")
 
 
 def event_files(folder: str) -> list[tuple[int, str]] | None:
-    """The ``<n>.json`` files of an OpenHands ``events`` folder in event order, or ``None``."""
+    """The event files of an OpenHands ``events`` folder in event order, or ``None``."""
     if os.path.basename(os.path.normpath(folder)) != "events":
         return None
     try:
@@ -94,7 +95,11 @@ def event_files(folder: str) -> list[tuple[int, str]] | None:
     numbered = [name for name in names if _EVENT_FILE.fullmatch(name)]
     if not numbered or len(numbered) != len([n for n in names if n.endswith(".json")]):
         return None
-    return sorted((int(name[:-5]), os.path.join(folder, name)) for name in numbered)
+    return sorted(
+        (int(match.group(1)), os.path.join(folder, name))
+        for name in numbered
+        if (match := _EVENT_FILE.fullmatch(name)) is not None
+    )
 
 
 def is_event_folder(folder: str) -> bool:
