@@ -84,7 +84,7 @@ def as_outcome(result: object) -> object:
     ``json`` text with such values as their ``str``. When neither can be written, the
     result is returned as it is (and so hashed by the reference rule), and that is logged.
     """
-    if not isinstance(result, Mapping):
+    if type(result) is str or not isinstance(result, Mapping):  # (text, the usual result)
         return result
     try:
         if is_openclaw_shaped(result):

@@ -196,6 +196,24 @@ def _sdk_arguments(event: Mapping[str, object]) -> object:
     return {}
 
 
+def _settle(draft: CallDraft, text: object, failed: bool) -> None:
+    """The call's outcome: its observation's text, as the error when the call failed."""
+    if failed:
+        draft.error = text
+        draft.result = UNDEFINED
+    else:
+        draft.result = text
+
+
+def _mark_batches(book: CallBook, batches: Mapping[str, Sequence[CallDraft]]) -> None:
+    """The calls of one model response (more than one) share a batch."""
+    for drafts in batches.values():
+        if len(drafts) > 1:
+            batch = book.batch_for(len(drafts))
+            for draft in drafts:
+                draft.batch = batch
+
+
 def _add_sdk_events(
     events: Sequence[object], path: str, book: CallBook, run_id: str | None, line: int | None
 ) -> None:
@@ -244,16 +262,8 @@ def _add_sdk_events(
                 book.unmatched += 1
                 continue
             text, failed = _sdk_outcome(event.get("observation"))
-            if failed:
-                draft_for.error = text
-                draft_for.result = UNDEFINED
-            else:
-                draft_for.result = text
-    for drafts in batches.values():
-        if len(drafts) > 1:
-            batch = book.batch_for(len(drafts))
-            for draft in drafts:
-                draft.batch = batch
+            _settle(draft_for, text, failed)
+    _mark_batches(book, batches)
 
 
 def add_events(
@@ -308,17 +318,8 @@ def add_events(
                 if cause is not None and str(cause) not in actions:
                     book.unmatched += 1  # answers no action of this stream
                 continue
-            content = event.get("content", "")
-            if _failed(event):
-                draft_for.error = content
-                draft_for.result = UNDEFINED
-            else:
-                draft_for.result = content
-    for drafts in batches.values():
-        if len(drafts) > 1:
-            batch = book.batch_for(len(drafts))
-            for draft in drafts:
-                draft.batch = batch
+            _settle(draft_for, event.get("content", ""), _failed(event))
+    _mark_batches(book, batches)
 
 
 def read_openhands_events(events: Sequence[object], path: str) -> Read:
