@@ -36,6 +36,7 @@ from loopwatch.detectors.adaptive.verdicts import (
     level_of,
     make_verdict,
     segment_start,
+    streak_verdict,
 )
 from loopwatch.messages import (
     MSG_CYCLE_CRITICAL,
@@ -204,16 +205,17 @@ def detect_repeated_failure(ctx: DetectionContext) -> AdaptiveVerdict | None:
     if not thresholds.enabled:
         return None
     indices, failure_hash = _repeated_failure(ctx.records, ctx.segment, ctx.tool, ctx.args_hash)
-    count = len(indices) + 1
-    level = level_of(count, thresholds.warn, thresholds.block) if indices else None
-    if level is None:
+    if not indices:
         return None
-    template = (
-        MSG_REPEATED_FAILURE_CRITICAL if level == "critical" else MSG_REPEATED_FAILURE_WARNING
-    )
-    key = f"{ctx.args_hash}:{failure_hash}"
-    return make_verdict(
-        REPEATED_FAILURE, level, count, indices, template, ctx.tool, key, RESETS_REPEATED_FAILURE
+    return streak_verdict(
+        REPEATED_FAILURE,
+        indices,
+        thresholds,
+        MSG_REPEATED_FAILURE_WARNING,
+        MSG_REPEATED_FAILURE_CRITICAL,
+        ctx.tool,
+        f"{ctx.args_hash}:{failure_hash}",
+        RESETS_REPEATED_FAILURE,
     )
 
 
@@ -223,16 +225,17 @@ def detect_identical_streak(ctx: DetectionContext) -> AdaptiveVerdict | None:
     if not thresholds.enabled:
         return None
     indices = _identical_streak(ctx.records, ctx.start, ctx.tool, ctx.args_hash)
-    count = len(indices) + 1
-    level = level_of(count, thresholds.warn, thresholds.block) if indices else None
-    if level is None:
+    if not indices:
         return None
-    template = (
-        MSG_IDENTICAL_STREAK_CRITICAL if level == "critical" else MSG_IDENTICAL_STREAK_WARNING
-    )
-    key = f"{ctx.args_hash}:{ctx.records[indices[-1]].result_hash}"
-    return make_verdict(
-        IDENTICAL_STREAK, level, count, indices, template, ctx.tool, key, RESETS_IDENTICAL_STREAK
+    return streak_verdict(
+        IDENTICAL_STREAK,
+        indices,
+        thresholds,
+        MSG_IDENTICAL_STREAK_WARNING,
+        MSG_IDENTICAL_STREAK_CRITICAL,
+        ctx.tool,
+        f"{ctx.args_hash}:{ctx.records[indices[-1]].result_hash}",
+        RESETS_IDENTICAL_STREAK,
     )
 
 
@@ -278,13 +281,17 @@ def detect_same_error(ctx: DetectionContext) -> AdaptiveVerdict | None:
     if not thresholds.enabled:
         return None
     indices, error_class, distinct = _same_error(ctx.records, ctx.segment, ctx.tool)
-    count = len(indices) + 1
-    level = level_of(count, thresholds.warn, thresholds.block) if distinct >= 2 else None
-    if level is None:
+    if distinct < 2:
         return None
-    template = MSG_SAME_ERROR_CRITICAL if level == "critical" else MSG_SAME_ERROR_WARNING
-    return make_verdict(
-        SAME_ERROR, level, count, indices, template, ctx.tool, str(error_class), RESETS_SAME_ERROR
+    return streak_verdict(
+        SAME_ERROR,
+        indices,
+        thresholds,
+        MSG_SAME_ERROR_WARNING,
+        MSG_SAME_ERROR_CRITICAL,
+        ctx.tool,
+        str(error_class),
+        RESETS_SAME_ERROR,
     )
 
 

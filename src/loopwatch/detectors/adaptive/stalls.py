@@ -22,8 +22,7 @@ from loopwatch.detectors.adaptive.facts import AdaptiveRecord
 from loopwatch.detectors.adaptive.verdicts import (
     AdaptiveVerdict,
     DetectionContext,
-    level_of,
-    make_verdict,
+    streak_verdict,
 )
 
 ARGUMENT_CHURN: Final = "argument_churn"
@@ -101,10 +100,6 @@ RESETS_UNCHANGED_WRITE: Final = "a write that changes something, or a successful
 RESETS_POLL_NO_PROGRESS: Final = "a change in the poll's output, or another call in between"
 
 
-def _templates(level: str, warning: str, critical: str) -> str:
-    return critical if level == "critical" else warning
-
-
 def _churn_outcome(record: AdaptiveRecord) -> str | None:
     """What every call of a churn shares: an error class, "changed nothing", or a result.
 
@@ -148,17 +143,12 @@ def detect_argument_churn(ctx: DetectionContext) -> AdaptiveVerdict | None:
     if len(variants) < 2 or ctx.args_hash not in variants:
         return None
     indices.reverse()
-    count = len(indices) + 1
-    level = level_of(count, thresholds.warn, thresholds.block)
-    if level is None:
-        return None
-    template = _templates(level, MSG_ARGUMENT_CHURN_WARNING, MSG_ARGUMENT_CHURN_CRITICAL)
-    return make_verdict(
+    return streak_verdict(
         ARGUMENT_CHURN,
-        level,
-        count,
         indices,
-        template,
+        thresholds,
+        MSG_ARGUMENT_CHURN_WARNING,
+        MSG_ARGUMENT_CHURN_CRITICAL,
         ctx.tool,
         f"{shared}",
         RESETS_ARGUMENT_CHURN,
@@ -190,17 +180,12 @@ def detect_terminal_failure(ctx: DetectionContext) -> AdaptiveVerdict | None:
     if len({ctx.records[i].args_hash for i in indices}) < 2:
         return None  # one command failing again is repeated_failure's case
     indices.reverse()
-    count = len(indices) + 1
-    level = level_of(count, thresholds.warn, thresholds.block)
-    if level is None:
-        return None
-    template = _templates(level, MSG_TERMINAL_FAILURE_WARNING, MSG_TERMINAL_FAILURE_CRITICAL)
-    return make_verdict(
+    return streak_verdict(
         TERMINAL_FAILURE,
-        level,
-        count,
         indices,
-        template,
+        thresholds,
+        MSG_TERMINAL_FAILURE_WARNING,
+        MSG_TERMINAL_FAILURE_CRITICAL,
         ctx.tool,
         str(identity),
         RESETS_TERMINAL_FAILURE,
@@ -232,13 +217,15 @@ def detect_typed_error(ctx: DetectionContext) -> AdaptiveVerdict | None:
     indices = [i for i in failures if ctx.records[i].error_code == code]
     if len({ctx.records[i].args_hash for i in indices}) < 2:
         return None
-    count = len(indices) + 1
-    level = level_of(count, thresholds.warn, thresholds.block)
-    if level is None:
-        return None
-    template = _templates(level, MSG_TYPED_ERROR_WARNING, MSG_TYPED_ERROR_CRITICAL)
-    return make_verdict(
-        TYPED_ERROR, level, count, indices, template, ctx.tool, code, RESETS_TYPED_ERROR
+    return streak_verdict(
+        TYPED_ERROR,
+        indices,
+        thresholds,
+        MSG_TYPED_ERROR_WARNING,
+        MSG_TYPED_ERROR_CRITICAL,
+        ctx.tool,
+        code,
+        RESETS_TYPED_ERROR,
     )
 
 
@@ -256,17 +243,12 @@ def detect_unchanged_write(ctx: DetectionContext) -> AdaptiveVerdict | None:
     ]
     if not indices:
         return None
-    count = len(indices) + 1
-    level = level_of(count, thresholds.warn, thresholds.block)
-    if level is None:
-        return None
-    template = _templates(level, MSG_UNCHANGED_WRITE_WARNING, MSG_UNCHANGED_WRITE_CRITICAL)
-    return make_verdict(
+    return streak_verdict(
         UNCHANGED_WRITE,
-        level,
-        count,
         indices,
-        template,
+        thresholds,
+        MSG_UNCHANGED_WRITE_WARNING,
+        MSG_UNCHANGED_WRITE_CRITICAL,
         ctx.tool,
         ctx.args_hash,
         RESETS_UNCHANGED_WRITE,
@@ -297,17 +279,12 @@ def detect_poll_no_progress(ctx: DetectionContext) -> AdaptiveVerdict | None:
     if not indices:
         return None
     indices.reverse()
-    count = len(indices) + 1
-    level = level_of(count, thresholds.warn, thresholds.block)
-    if level is None:
-        return None
-    template = _templates(level, MSG_POLL_NO_PROGRESS_WARNING, MSG_POLL_NO_PROGRESS_CRITICAL)
-    return make_verdict(
+    return streak_verdict(
         POLL_NO_PROGRESS,
-        level,
-        count,
         indices,
-        template,
+        thresholds,
+        MSG_POLL_NO_PROGRESS_WARNING,
+        MSG_POLL_NO_PROGRESS_CRITICAL,
         ctx.tool,
         f"{ctx.args_hash}:{reference}",
         RESETS_POLL_NO_PROGRESS,

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from loopwatch.detectors.adaptive.facts import AdaptiveRecord
-from loopwatch.detectors.adaptive.settings import AdaptiveConfig
+from loopwatch.detectors.adaptive.settings import AdaptiveConfig, DetectorThresholds
 
 AdaptiveLevel = Literal["warning", "critical"]
 
@@ -110,6 +110,31 @@ def make_verdict(
         warning_key=f"adaptive:{detector}:{tool}:{key}",
         resets=resets,
     )
+
+
+def streak_verdict(
+    detector: str,
+    indices: Sequence[int],
+    thresholds: DetectorThresholds,
+    warning: str,
+    critical: str,
+    tool: str,
+    key: str,
+    resets: str,
+    **extra: object,
+) -> AdaptiveVerdict | None:
+    """The verdict on the upcoming call extending the streak of earlier calls ``indices``.
+
+    The upcoming call is the streak's ``len(indices) + 1``-th: a warning from
+    ``thresholds.warn`` on, a critical from ``thresholds.block`` on (with the matching
+    template, see :func:`make_verdict`), else ``None``. Most adaptive detectors end here.
+    """
+    count = len(indices) + 1
+    level = level_of(count, thresholds.warn, thresholds.block)
+    if level is None:
+        return None
+    template = critical if level == "critical" else warning
+    return make_verdict(detector, level, count, indices, template, tool, key, resets, **extra)
 
 
 def segment_start(records: Sequence[AdaptiveRecord], start: int) -> int:
