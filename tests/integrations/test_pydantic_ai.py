@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from typing import Any
 
@@ -250,3 +251,18 @@ def test_a_compaction_part_arms_the_guard_and_a_persisting_loop_ends_the_run() -
 def test_options_are_validated() -> None:
     with pytest.raises(ValueError, match="on_critical"):
         LoopGuardCapability(LoopGuard(), on_critical="stop")  # type: ignore[arg-type]
+
+
+def test_a_warned_part_that_cannot_be_rendered_is_left_as_it_is() -> None:
+    from loopwatch.integrations.pydantic_ai import _warned
+
+    class Unrenderable(ToolReturnPart):
+        def model_response_str(self, *, wrap_if_error: bool = True) -> str:
+            raise ValueError("no JSON form")
+
+    part = Unrenderable(TOOL, {"text": RESULT}, metadata={WARNING_METADATA_KEY: WARNING})
+    assert _warned(part) is part
+    plain = ToolReturnPart(TOOL, {"text": RESULT}, metadata={WARNING_METADATA_KEY: WARNING})
+    assert _warned(plain).content == f'{{"text":"{RESULT}"}}\n\n{WARNING}'
+    failed = dataclasses.replace(plain, outcome="failed")
+    assert _warned(failed) is failed

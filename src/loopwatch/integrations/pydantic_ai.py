@@ -277,8 +277,13 @@ def _warned(part: ToolReturnPart) -> ToolReturnPart:
     warning = metadata.get(WARNING_METADATA_KEY) if isinstance(metadata, dict) else None
     if not isinstance(warning, str) or part.outcome != "success":
         return part
-    text = append_warning_text(part.model_response_str(), warning)
-    files = part.files
+    try:
+        rendered, files = part.model_response_str(), part.files
+    except Exception:
+        # A result pydantic-ai cannot render fails its own request, as it would have;
+        # loopwatch adds no error of its own at call time.
+        return part
+    text = append_warning_text(rendered, warning)
     return dataclasses.replace(part, content=[text, *files] if files else text)
 
 
