@@ -7,6 +7,7 @@ first removes every trace processor), so nothing leaves the process.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Callable
 from typing import Any
@@ -25,6 +26,7 @@ from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_messag
 from integration_support import (
     ARGS,
     BLOCK_AT,
+    CONFIG,
     CRITICAL,
     RESULT,
     TOOL,
@@ -38,12 +40,14 @@ from openai.types.responses import ResponseFunctionToolCall
 from pydantic import BaseModel
 
 from loopwatch import LoopDetectedError, LoopGuard, PostCompactionLoopPersistedError
+from loopwatch import messages as texts
 from loopwatch.integrations.openai_agents import (
     LoopDetectedRunError,
     LoopGuardrails,
     PostCompactionRunError,
     _programmatic,
     guard_agent,
+    tool_error_formatter,
 )
 
 set_tracing_disabled(True)
@@ -320,3 +324,79 @@ async def test_with_tracing_off_a_session_key_admits_a_response_as_one_batch(
         agent, "go", max_turns=MAX_TURNS, run_config=RUN, context={"thread_id": SESSION}
     )
     assert counter.calls == runs
+
+
+MISSING = "open_file"
+MISSING_RUN = RunConfig(group_id=SESSION, tool_not_found_behavior="return_error_to_model")
+
+
+class MissingToolModel(ScriptedModel):
+    """Calls the missing ``open_file`` until it reads CRITICAL or made ``max_calls`` calls."""
+
+    def __init__(self, max_calls: int = 20) -> None:
+        self.read: list[str] = []
+        self.max_calls = max_calls
+        super().__init__([ModelStep.respond(self._respond) for _ in range(max_calls + 2)])
+
+    def _respond(self, call: ModelCall) -> list[Any]:
+        self.read = outputs(call)
+        if (self.read and "CRITICAL" in self.read[-1]) or len(self.read) >= self.max_calls:
+            return [assistant_message("stopping")]
+        return [function_call(MISSING, ARGS, call_id=f"call-{len(self.read)}")]
+
+
+async def test_a_missing_tool_loop_reaches_the_model_through_the_tool_error_formatter() -> None:
+    # The SDK answers a call of a missing tool itself, with RunConfig.tool_error_formatter's
+    # text: loopwatch's formatter shows the model the warning (generic, at the 11th
+    # identical call) after the SDK's text, then the unknown-tool block (12 misses).
+    guard, events = make_guard(config={**CONFIG, "unknownToolThreshold": 12})
+    model = MissingToolModel()
+    agent = guard_agent(make_agent(LoopingModel(), Counter()), guard, session_key=SESSION)
+    agent = agent.clone(model=model)
+    asked: list[str] = []
+
+    def mine(args: Any) -> str | None:
+        asked.append(args.kind)
+        return f"no tool named {args.tool_name}" if args.kind == "tool_not_found" else None
+
+    config = dataclasses.replace(
+        MISSING_RUN, tool_error_formatter=tool_error_formatter(agent, mine)
+    )
+    result = await run(agent, config)
+    assert result.final_output == "stopping"
+    assert model.read[: WARN_AT - 1] == [f"no tool named {MISSING}"] * (WARN_AT - 1)
+    warning = texts.GENERIC_WARNING.format(tool=MISSING, count=10)
+    assert model.read[WARN_AT - 1] == f"no tool named {MISSING}\n\n{warning}"
+    assert model.read[WARN_AT] == f"no tool named {MISSING}"
+    assert model.read[BLOCK_AT - 1] == texts.UNKNOWN_TOOL_CRITICAL.format(name=MISSING, count=12)
+    assert len(model.read) == BLOCK_AT
+    assert asked == ["tool_not_found"] * (BLOCK_AT - 1)  # not asked for the block
+    assert [r.unknown_tool_name for r in guard.history(session_key=SESSION)] == [MISSING] * 12
+    assert [e.type for e in events][-1] == "tool.execution.blocked"
+
+    # Without an inner formatter the SDK's own text is kept.
+    guard, _ = make_guard(config={**CONFIG, "unknownToolThreshold": 12})
+    model = MissingToolModel()
+    agent = guard_agent(make_agent(LoopingModel(), Counter()), guard, session_key=SESSION)
+    agent = agent.clone(model=model)
+    config = dataclasses.replace(MISSING_RUN, tool_error_formatter=tool_error_formatter(agent))
+    await run(agent, config)
+    assert model.read[0] == f"Tool '{MISSING}' not found."
+    assert model.read[WARN_AT - 1] == f"Tool '{MISSING}' not found.\n\n{warning}"
+    assert model.read[BLOCK_AT - 1].startswith("CRITICAL: attempted unavailable tool")
+
+
+async def test_without_the_formatter_the_model_reads_the_sdk_text() -> None:
+    # The documented limitation: the block is decided and evented, but the SDK's text is
+    # all the model reads.
+    guard, events = make_guard(config={**CONFIG, "unknownToolThreshold": 3})
+    model = MissingToolModel(max_calls=6)
+    agent = guard_agent(make_agent(LoopingModel(), Counter()), guard, session_key=SESSION)
+    await run(agent.clone(model=model), MISSING_RUN)
+    assert model.read == [f"Tool '{MISSING}' not found."] * 6
+    assert "tool.execution.blocked" in [e.type for e in events]
+
+
+def test_the_formatter_needs_a_guarded_agent() -> None:
+    with pytest.raises(ValueError, match="guard_agent"):
+        tool_error_formatter(Agent(name="plain"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from typing import Any
 
@@ -35,7 +36,7 @@ from pydantic_ai.usage import UsageLimits
 
 from loopwatch import LoopDetectedError, LoopGuard, PostCompactionLoopPersistedError
 from loopwatch import messages as texts
-from loopwatch.integrations.pydantic_ai import LoopGuardCapability
+from loopwatch.integrations.pydantic_ai import WARNING_METADATA_KEY, LoopGuardCapability
 
 LIMITS = UsageLimits(request_limit=100)
 
@@ -152,7 +153,7 @@ async def test_async_run_and_async_tool() -> None:
     assert result.output == "stopping: the loop guard blocked me"
 
 
-def test_a_structured_result_gets_the_warning_next_to_it() -> None:
+def test_a_structured_result_gets_the_warning_in_the_tool_result() -> None:
     guard, _ = make_guard()
     model = LoopingModel()
     agent: Agent[None, str] = Agent(FunctionModel(model), capabilities=[LoopGuardCapability(guard)])
@@ -162,13 +163,22 @@ def test_a_structured_result_gets_the_warning_next_to_it() -> None:
         """Read a file."""
         return {"text": RESULT}
 
-    agent.run_sync("go", usage_limits=LIMITS)
-    assert model.read[WARN_AT - 1] == {"text": RESULT}  # the result itself is unchanged
-    assert model.notes == [WARNING]  # the warning came with it, as extra content
+    result = agent.run_sync("go", usage_limits=LIMITS)
+    # The model reads the warning in the tool result itself, after the result's JSON text
+    # (as pydantic-ai renders a dict), in this request and every later one.
+    assert model.read[WARN_AT - 2] == {"text": RESULT}
+    assert model.read[WARN_AT - 1] == f'{{"text":"{RESULT}"}}\n\n{WARNING}'
+    assert model.read[WARN_AT] == {"text": RESULT}
+    assert model.notes == []
     assert model.read[BLOCK_AT - 1] == CRITICAL
+    # The history keeps the tool's own result, and the warning beside it.
+    returns = [p for m in result.all_messages() for p in m.parts if isinstance(p, ToolReturnPart)]
+    assert returns[WARN_AT - 1].content == {"text": RESULT}
+    assert returns[WARN_AT - 1].metadata == {WARNING_METADATA_KEY: WARNING}
+    assert all(p.metadata is None for i, p in enumerate(returns) if i != WARN_AT - 1)
 
 
-def test_a_tool_return_gets_the_warning_in_its_content() -> None:
+def test_a_tool_return_gets_the_warning_in_its_return_value_or_metadata() -> None:
     guard, _ = make_guard()
     model = LoopingModel()
     agent: Agent[None, str] = Agent(FunctionModel(model), capabilities=[LoopGuardCapability(guard)])
@@ -179,9 +189,39 @@ def test_a_tool_return_gets_the_warning_in_its_content() -> None:
         return ToolReturn(return_value=RESULT, content="page 1 of 1")
 
     agent.run_sync("go", usage_limits=LIMITS)
-    assert model.read[WARN_AT - 1] == RESULT
-    assert f"page 1 of 1\n\n{WARNING}" in model.notes
+    assert model.read[WARN_AT - 1] == WARNED_RESULT
+    assert model.notes == ["page 1 of 1"] * (BLOCK_AT - 1)
     assert model.read[BLOCK_AT - 1] == CRITICAL
+
+    guard, _ = make_guard()
+    model = LoopingModel()
+    agent = Agent(FunctionModel(model), capabilities=[LoopGuardCapability(guard)])
+
+    @agent.tool_plain(name=TOOL)
+    def read_rows(path: str) -> ToolReturn:
+        """Read a file."""
+        return ToolReturn(return_value=[1, 2], metadata={"rows": 2})
+
+    result = agent.run_sync("go", usage_limits=LIMITS)
+    assert model.read[WARN_AT - 1] == f"[1,2]\n\n{WARNING}"
+    returns = [p for m in result.all_messages() for p in m.parts if isinstance(p, ToolReturnPart)]
+    assert returns[WARN_AT - 1].content == [1, 2]
+    assert returns[WARN_AT - 1].metadata == {"rows": 2, WARNING_METADATA_KEY: WARNING}
+
+
+def test_a_tool_return_with_other_metadata_gets_the_warning_as_content() -> None:
+    guard, _ = make_guard()
+    model = LoopingModel()
+    agent: Agent[None, str] = Agent(FunctionModel(model), capabilities=[LoopGuardCapability(guard)])
+
+    @agent.tool_plain(name=TOOL)
+    def read_rows(path: str) -> ToolReturn:
+        """Read a file."""
+        return ToolReturn(return_value=[1, 2], metadata=("not", "a dict"))
+
+    agent.run_sync("go", usage_limits=LIMITS)
+    assert model.read[WARN_AT - 1] == [1, 2]
+    assert model.notes == [WARNING]
 
 
 def test_unknown_tools_are_recorded_and_the_stream_guard_answers() -> None:
@@ -211,3 +251,18 @@ def test_a_compaction_part_arms_the_guard_and_a_persisting_loop_ends_the_run() -
 def test_options_are_validated() -> None:
     with pytest.raises(ValueError, match="on_critical"):
         LoopGuardCapability(LoopGuard(), on_critical="stop")  # type: ignore[arg-type]
+
+
+def test_a_warned_part_that_cannot_be_rendered_is_left_as_it_is() -> None:
+    from loopwatch.integrations.pydantic_ai import _warned
+
+    class Unrenderable(ToolReturnPart):
+        def model_response_str(self, *, wrap_if_error: bool = True) -> str:
+            raise ValueError("no JSON form")
+
+    part = Unrenderable(TOOL, {"text": RESULT}, metadata={WARNING_METADATA_KEY: WARNING})
+    assert _warned(part) is part
+    plain = ToolReturnPart(TOOL, {"text": RESULT}, metadata={WARNING_METADATA_KEY: WARNING})
+    assert _warned(plain).content == f'{{"text":"{RESULT}"}}\n\n{WARNING}'
+    failed = dataclasses.replace(plain, outcome="failed")
+    assert _warned(failed) is failed

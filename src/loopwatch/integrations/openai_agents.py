@@ -43,10 +43,14 @@ one turn count as the repeats they are), and calls of tools the agent does not h
 recorded as failed calls, so a model stuck on a missing tool is blocked (evented, and
 ending the run under ``end_run``). The SDK itself ends the run at the first missing tool
 unless ``RunConfig(tool_not_found_behavior="return_error_to_model")``; it then answers
-such calls itself, so under ``block_call`` the model keeps reading the SDK's "not found"
-text. The hook needs a session it can see outside a tool call: a ``session_key=`` string,
-the trace's ``group_id``, or a trace id (with tracing off and only ``RunConfig.group_id``,
-the hook does nothing and each call is decided alone).
+such calls itself, with the text of ``RunConfig.tool_error_formatter`` (``kind=
+"tool_not_found"``), the only place the SDK lets a host choose what the model reads for
+them. Pass :func:`tool_error_formatter` there, and the model reads loopwatch's warning
+(after the SDK's text) and blocked message for those calls; without it, the model keeps
+reading the SDK's "not found" text under ``block_call`` (the block is still recorded,
+evented and logged). The hook needs a session it can see outside a tool call: a
+``session_key=`` string, the trace's ``group_id``, or a trace id (with tracing off and only
+``RunConfig.group_id``, the hook does nothing and each call is decided alone).
 
 A ``guard.tool`` function used as a function tool of the guarded agent, with the same
 guard and session, passes its calls through: they are guarded and recorded once.
@@ -72,6 +76,7 @@ import contextvars
 import dataclasses
 import inspect
 import json
+import weakref
 from collections.abc import Callable, Iterable
 from typing import Any, Final, TypeAlias, TypeVar
 
@@ -92,6 +97,7 @@ from agents import (
     get_current_trace,
 )
 from agents import tool as agents_tool
+from agents.run_config import ToolErrorFormatter, ToolErrorFormatterArgs
 from agents.tool import (
     Tool,
     resolve_function_tool_failure_error_function,
@@ -112,6 +118,7 @@ from loopwatch.integrations._shared import (
     OnCritical,
     Outcome,
     append_warning,
+    append_warning_text,
     enter_guarding,
     leave_guarding,
     render_for_model,
@@ -123,6 +130,10 @@ TContext = TypeVar("TContext")
 
 #: A session key or run id: fixed, or computed from the call's ``ToolContext``.
 IdSource: TypeAlias = "str | Callable[[ToolContext[Any]], object] | None"
+
+#: What the model is to read for a call of a missing tool: the blocked message, or the
+#: warning to append to the SDK's text (``None`` for none).
+_MissingNote: TypeAlias = "tuple[str | None, str | None]"
 
 #: The id of the SDK's stand-in trace when tracing is off: not a run.
 _NO_OP_TRACE: Final = "no-op"
@@ -282,6 +293,12 @@ class LoopGuardrails:
         self._errors: SessionCache[Exception] = SessionCache(max_pending)
         self._admissions = Admissions(max_pending)
         self._marks: SessionCache[contextvars.Token[Any]] = SessionCache(max_pending)
+        # What the model is to read for the calls of missing tools of each run (its
+        # context, which the SDK hands the tool error formatter too), by call id.
+        self._missing: weakref.WeakKeyDictionary[
+            RunContextWrapper[Any], dict[str, _MissingNote]
+        ] = weakref.WeakKeyDictionary()
+        self._max_pending = max_pending
         self.input: ToolInputGuardrail[Any] = ToolInputGuardrail(self._before, name=GUARDRAIL_NAME)
         self.output: ToolOutputGuardrail[Any] = ToolOutputGuardrail(
             self._after, name=GUARDRAIL_NAME
@@ -477,6 +494,8 @@ class LoopGuardrails:
                 tc = self._call(item.name, item.arguments, item.call_id, session, run)
                 error = unknown_tool_error(item.name, _missing_tool_message(item.name))
                 await arecord_unknown(tc, error)
+                if tc.message is not None or tc.warning is not None:
+                    self._note_missing(context, item.call_id, (tc.message, tc.warning))
         except LoopDetectedError as exc:
             raise LoopDetectedRunError(exc.verdict) from None
         batch = [
@@ -486,9 +505,77 @@ class LoopGuardrails:
         ]
         await self._admissions.aadmit(self.guard, batch)
 
+    def _note_missing(
+        self, context: RunContextWrapper[Any], call_id: str, note: _MissingNote
+    ) -> None:
+        notes = self._missing.setdefault(context, {})
+        notes[call_id] = note
+        if len(notes) > self._max_pending:
+            # Notes no formatter asked for (none is configured): the oldest go first.
+            del notes[next(iter(notes))]
+
+    def tool_error_formatter(self, inner: ToolErrorFormatter | None = None) -> ToolErrorFormatter:
+        """A ``RunConfig.tool_error_formatter`` that tells the model what the guard
+        decided for calls of missing tools (see :func:`tool_error_formatter`)."""
+
+        async def formatter(args: ToolErrorFormatterArgs[Any]) -> str | None:
+            note: _MissingNote | None = None
+            if args.kind == "tool_not_found":
+                notes = self._missing.get(args.run_context)
+                note = notes.pop(args.call_id, None) if notes else None
+            blocked, warning = note if note is not None else (None, None)
+            if blocked is not None:
+                return blocked
+            text = await _inner_text(inner, args)
+            if warning is None:
+                return text
+            return append_warning_text(text if text is not None else args.default_message, warning)
+
+        return formatter
+
     def apply_all(self, tools: Iterable[Tool]) -> list[Tool]:
         """``tools`` with every ``FunctionTool`` guarded; other tools are kept as they are."""
         return [self.apply(t) if isinstance(t, FunctionTool) else t for t in tools]
+
+
+async def _inner_text(
+    inner: ToolErrorFormatter | None, args: ToolErrorFormatterArgs[Any]
+) -> str | None:
+    """Your own formatter's text (``None``: the SDK's default), asked as the SDK asks it:
+    a formatter that fails or returns no string gets the default."""
+    if inner is None:
+        return None
+    try:
+        text = inner(args)
+        if inspect.isawaitable(text):
+            text = await text
+    except Exception:
+        return None
+    return text if isinstance(text, str) else None
+
+
+def tool_error_formatter(
+    agent: Agent[Any], inner: ToolErrorFormatter | None = None
+) -> ToolErrorFormatter:
+    """The ``RunConfig.tool_error_formatter`` for an agent guarded by :func:`guard_agent`.
+
+    With ``RunConfig(tool_not_found_behavior="return_error_to_model")`` the SDK answers a
+    call of a tool the agent does not have itself, with this formatter's text. The guard
+    has already decided the call (the model-response hook): a blocked call reads the
+    blocked message, a warned one the SDK's text (or ``inner``'s) with the warning after
+    it. Every other call and kind of error is ``inner``'s to format.
+
+    Args:
+        agent: the agent :func:`guard_agent` returned.
+        inner: your own formatter, asked for everything loopwatch does not answer.
+
+    Raises:
+        ValueError: ``agent`` is not one :func:`guard_agent` returned.
+    """
+    hooks = agent.hooks
+    if not isinstance(hooks, _GuardHooks):
+        raise ValueError("tool_error_formatter: the agent is not one guard_agent returned")
+    return hooks.guardrails.tool_error_formatter(inner)
 
 
 def guard_agent(
@@ -536,6 +623,10 @@ class _GuardHooks(AgentHooks[Any]):
         self._guardrails = guardrails
         self._inner = inner
 
+    @property
+    def guardrails(self) -> LoopGuardrails:
+        return object.__getattribute__(self, "_guardrails")  # type: ignore[no-any-return]
+
     def __getattribute__(self, name: str) -> Any:
         # Every hook but on_llm_end is the inner hooks' own (or the no-op default).
         if name.startswith("on_") and name != "on_llm_end":
@@ -558,4 +649,5 @@ __all__ = [
     "LoopGuardrails",
     "PostCompactionRunError",
     "guard_agent",
+    "tool_error_formatter",
 ]

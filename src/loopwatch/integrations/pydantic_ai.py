@@ -15,8 +15,14 @@ A capability sees both sides of the loop, so it does everything SPEC §11 asks:
 * ``wrap_tool_execute``: every validated tool call goes through the guard. A blocked call
   is answered with ``ToolFailed`` carrying the blocked message (the model reads a failed
   tool result; the tool is not run; no retry budget is used). An emitted warning is
-  appended to the result after the original was recorded: to a string result itself,
-  otherwise as the ``content`` of a ``ToolReturn``, which pydantic-ai sends next to it.
+  appended to the result after the original was recorded, so the model reads it in the
+  tool result itself: a string result (or a ``ToolReturn``'s string ``return_value``)
+  gets it appended; any other result stays as it is in the ``ToolReturnPart`` (for
+  structured consumers of the history), the warning is kept in the part's ``metadata``
+  under :data:`WARNING_METADATA_KEY`, and ``before_model_request`` sends the model that
+  result as pydantic-ai renders it (its JSON text) with the warning appended, in every
+  request. A ``ToolReturn`` whose own ``metadata`` is not a dict gets the warning as its
+  ``content`` instead (pydantic-ai sends that as a user message after the results).
 * ``after_model_request``: each model response goes through the stream-level
   :class:`~loopwatch.UnknownToolStreamGuard` (SPEC §5.7), and a response that keeps
   calling the same missing tool is replaced by a plain answer. Calls of tools the agent
@@ -58,7 +64,14 @@ from pydantic_ai.exceptions import (
     ToolFailedError,
     ToolRetryError,
 )
-from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+)
 from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.tools import ToolDefinition
 
@@ -80,10 +93,13 @@ from loopwatch.integrations._shared import (
     resolve_id,
     unknown_tool_error,
 )
-from loopwatch.messages import WARNING_SEPARATOR
 
 #: A session key or run id: fixed, or computed from the run's ``RunContext``.
 IdSource: TypeAlias = "str | Callable[[RunContext[Any]], object] | None"
+
+#: The ``ToolReturnPart.metadata`` key holding the loop warning sent with a result that
+#: is not a string (the part's ``content`` stays the tool's own result).
+WARNING_METADATA_KEY: Final = "loopwatch_warning"
 
 #: ``part_kind`` of a provider's compaction summary in a model response.
 COMPACTION_PART: Final = "compaction"
@@ -103,19 +119,27 @@ class _ToolResults:
         return Outcome(result=answer)
 
     def add_warning(self, answer: Any, warning: str) -> Any:
-        """A string gets the warning appended; anything else gets it as extra content."""
+        """The warning in the tool result: appended to a string, else kept in the
+        metadata for ``before_model_request`` to append to the rendered result."""
         if isinstance(answer, str):
             return append_warning(answer, warning)
-        if isinstance(answer, ToolReturn):
-            content = answer.content
-            if content is None:
-                merged: str | Sequence[Any] = warning
-            elif isinstance(content, str):
-                merged = f"{content}{WARNING_SEPARATOR}{warning}"
-            else:
-                merged = [*content, warning]
-            return dataclasses.replace(answer, content=merged)
-        return ToolReturn(return_value=answer, content=warning)
+        if not isinstance(answer, ToolReturn):
+            return ToolReturn(return_value=answer, metadata={WARNING_METADATA_KEY: warning})
+        if isinstance(answer.return_value, str):
+            return dataclasses.replace(
+                answer, return_value=append_warning_text(answer.return_value, warning)
+            )
+        if answer.metadata is None or isinstance(answer.metadata, dict):
+            metadata = {**(answer.metadata or {}), WARNING_METADATA_KEY: warning}
+            return dataclasses.replace(answer, metadata=metadata)
+        content = answer.content
+        if content is None:
+            merged: str | Sequence[Any] = warning
+        elif isinstance(content, str):
+            merged = append_warning_text(content, warning)
+        else:
+            merged = [*content, warning]
+        return dataclasses.replace(answer, content=merged)
 
     def failed(self, error: Exception, warning: str) -> Exception:
         """The failure with the warning appended to what the model reads of it: the retry
@@ -203,6 +227,14 @@ class LoopGuardCapability(AbstractCapability[Any]):
         tc = self.admissions.take(self._call(ctx, call))
         return await aguarded_call(tc, lambda: handler(args), _RESULTS)
 
+    async def before_model_request(
+        self, ctx: RunContext[Any], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
+        """Send each warned structured result with its warning appended (this request
+        only: the history keeps the result, and the warning in its metadata)."""
+        messages = [_with_warnings(message) for message in request_context.messages]
+        return dataclasses.replace(request_context, messages=messages)
+
     async def after_model_request(
         self,
         ctx: RunContext[Any],
@@ -239,4 +271,31 @@ class LoopGuardCapability(AbstractCapability[Any]):
         return response
 
 
-__all__ = ["LoopGuardCapability"]
+def _warned(part: ToolReturnPart) -> ToolReturnPart:
+    """``part`` as the model reads it: its rendered result with the kept warning."""
+    metadata = part.metadata
+    warning = metadata.get(WARNING_METADATA_KEY) if isinstance(metadata, dict) else None
+    if not isinstance(warning, str) or part.outcome != "success":
+        return part
+    try:
+        rendered, files = part.model_response_str(), part.files
+    except Exception:
+        # A result pydantic-ai cannot render fails its own request, as it would have;
+        # loopwatch adds no error of its own at call time.
+        return part
+    text = append_warning_text(rendered, warning)
+    return dataclasses.replace(part, content=[text, *files] if files else text)
+
+
+def _with_warnings(message: ModelMessage) -> ModelMessage:
+    """``message`` with its warned tool results rendered with their warnings (new
+    objects: the persistent history is left as it is)."""
+    if not isinstance(message, ModelRequest) or not any(
+        isinstance(p, ToolReturnPart) for p in message.parts
+    ):
+        return message
+    parts = [_warned(p) if isinstance(p, ToolReturnPart) else p for p in message.parts]
+    return dataclasses.replace(message, parts=parts)
+
+
+__all__ = ["WARNING_METADATA_KEY", "LoopGuardCapability"]
