@@ -266,3 +266,22 @@ def test_a_warned_part_that_cannot_be_rendered_is_left_as_it_is() -> None:
     assert _warned(plain).content == f'{{"text":"{RESULT}"}}\n\n{WARNING}'
     failed = dataclasses.replace(plain, outcome="failed")
     assert _warned(failed) is failed
+
+
+def test_a_request_context_of_another_shape_is_sent_as_it_is(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The per-request warning hook never raises into the run: a request context it cannot
+    rebuild (another pydantic-ai's shape) goes to the model unchanged, with a log line."""
+    import asyncio
+
+    class OddContext:  # not a dataclass: dataclasses.replace refuses it
+        def __init__(self) -> None:
+            self.messages: list[Any] = []
+
+    capability = LoopGuardCapability(LoopGuard({"enabled": True}), session_key="s")
+    odd = OddContext()
+    with caplog.at_level("WARNING", logger="loopwatch.tools"):
+        sent = asyncio.run(capability.before_model_request(None, odd))  # type: ignore[arg-type]
+    assert sent is odd
+    assert "loop warnings not added" in caplog.text

@@ -52,6 +52,7 @@ run with a recovery message and raises at the second;
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, NoReturn, TypeAlias
@@ -93,6 +94,8 @@ from loopwatch.integrations._shared import (
     resolve_id,
     unknown_tool_error,
 )
+
+logger = logging.getLogger("loopwatch.tools")
 
 #: A session key or run id: fixed, or computed from the run's ``RunContext``.
 IdSource: TypeAlias = "str | Callable[[RunContext[Any]], object] | None"
@@ -232,8 +235,12 @@ class LoopGuardCapability(AbstractCapability[Any]):
     ) -> ModelRequestContext:
         """Send each warned structured result with its warning appended (this request
         only: the history keeps the result, and the warning in its metadata)."""
-        messages = [_with_warnings(message) for message in request_context.messages]
-        return dataclasses.replace(request_context, messages=messages)
+        try:
+            messages = [_with_warnings(message) for message in request_context.messages]
+            return dataclasses.replace(request_context, messages=messages)
+        except Exception as exc:  # (a pydantic-ai of another shape): the request as it is
+            logger.warning("loopwatch: loop warnings not added to a model request: %r", exc)
+            return request_context
 
     async def after_model_request(
         self,
