@@ -135,3 +135,35 @@ def test_the_copy_is_private() -> None:
     config["agents"]["list"].append({"id": "b", "tools": {"loopDetection": {"enabled": False}}})
     assert guard.settings.block_for("b")[1].enabled
     assert guard.settings.block_for(None)[1].ping_pong
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "says"),
+    [
+        ({"store": "redis://localhost:6379"}, "store_from_url"),
+        ({"store": {}}, "store must be a loopwatch Store"),
+        ({"clock": 1_700_000_000.0}, "clock must be a callable"),
+        ({"settings": {"enabled": True}}, "settings must be GuardSettings"),
+        ({"detectors": [None]}, "is not callable"),
+    ],
+)
+def test_arguments_every_call_would_fail_on_are_refused_at_construction(
+    kwargs: dict[str, Any], says: str
+) -> None:
+    """Without the check, each of these fails open on every call: the guard allows
+    everything and detects nothing, and only a log line per tool name says why."""
+    with pytest.raises(TypeError, match=says):
+        LoopGuard({"enabled": True}, strict=False, **kwargs)
+
+
+def test_one_send_tool_given_as_a_string_is_one_name() -> None:
+    guard = LoopGuard({"enabled": True}, send_tools="Telegram")
+    assert guard.send_tools == frozenset({"telegram"})
+
+
+def test_detectors_from_a_generator_are_kept() -> None:
+    def never(records: object, call: object) -> None:
+        return None
+
+    guard = LoopGuard({"enabled": True}, detectors=(d for d in [never]))
+    assert guard.detector_profile.detectors == (never,)  # type: ignore[attr-defined]

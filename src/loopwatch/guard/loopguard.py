@@ -77,6 +77,26 @@ BatchCall = tuple[object, object, object]
 STORE_UNAVAILABLE: Final = "store_unavailable"
 
 
+def _check_arguments(
+    store: object, clock: object, settings: object, detectors: tuple[object, ...]
+) -> None:
+    """Reject, at construction, arguments every call would fail on.
+
+    Each of these would otherwise be caught by the failure policy on every call: the guard
+    would allow everything, detect nothing, and say so once per tool name in a log.
+    """
+    if store is not None and not isinstance(store, Store):
+        hint = " (build one from a URL with store_from_url)" if isinstance(store, str) else ""
+        raise TypeError(f"store must be a loopwatch Store, not {type(store).__name__}{hint}")
+    if clock is not None and not callable(clock):
+        raise TypeError(f"clock must be a callable returning epoch seconds, not {clock!r}")
+    if settings is not None and not isinstance(settings, GuardSettings):
+        raise TypeError(f"settings must be GuardSettings, not {type(settings).__name__}")
+    for detector in detectors:
+        if not callable(detector):
+            raise TypeError(f"detector {detector!r} is not callable")
+
+
 class LoopGuard:
     """Watches every tool call of every session and blocks loops (SPEC §5).
 
@@ -112,8 +132,10 @@ class LoopGuard:
 
     Raises:
         ConfigError: a config the schema rejects.
-        TypeError: both configs, a config of another type, a ``ResolvedConfig``, or a
-            coroutine function as listener.
+        TypeError: both configs, a config of another type, a ``ResolvedConfig``, a
+            coroutine function as listener, a ``store`` that is not a :class:`Store` (a URL
+            goes through :func:`~loopwatch.stores.url.store_from_url`), a ``clock`` or a
+            detector that is not callable, or ``settings`` that are not ``GuardSettings``.
         ValueError: an unknown normaliser, profile or ``first_warning``.
     """
 
@@ -135,6 +157,8 @@ class LoopGuard:
         first_warning: FirstWarning = "reference",
         strict: bool | None = None,
     ) -> None:
+        detectors = tuple(detectors or ())
+        _check_arguments(store, clock, settings, detectors)
         if settings is None:
             settings = GuardSettings.resolve(
                 config,
@@ -157,7 +181,10 @@ class LoopGuard:
                 raise TypeError(f"listener {listener!r} is not callable")
         self._store: Store = store if store is not None else MemoryStore()
         self._clock: Callable[[], float] = clock if clock is not None else time.time
-        self.send_tools: frozenset[str] = frozenset(normalize_tool_name(t) for t in send_tools)
+        # A plain ``str`` is one name, as for ``normalizers``: iterating ``"telegram"`` would
+        # silently make its letters the send tools.
+        names: Iterable[object] = (send_tools,) if isinstance(send_tools, str) else send_tools
+        self.send_tools: frozenset[str] = frozenset(normalize_tool_name(t) for t in names)
         self.normalizers: frozenset[str] = validate_normalizers(normalizers)
         self.enforce: bool = bool(enforce)
         self.strict: bool = strict_from_env() if strict is None else bool(strict)
