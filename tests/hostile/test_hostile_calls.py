@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from loopwatch import LoopGuard
+from loopwatch import LoopGuard, MemoryStore
 
 MALFORMED_BATCHES: list[tuple[Any, int]] = [
     (None, 0),
@@ -53,3 +53,46 @@ def test_a_batch_from_a_generator_is_read_once() -> None:
     decisions = guard.before_batch(calls, session_key="s")  # type: ignore[arg-type]
     assert [d.action for d in decisions] == ["allow", "allow"]
     assert [r.tool_name for r in guard.history(session_key="s")] == ["exec", "read"]
+
+
+class GarbageStore(MemoryStore):
+    """A host's store that answers its writes with something else than the contract says."""
+
+    def __init__(self, answer: object, *, native_async: bool = False) -> None:
+        super().__init__()
+        self.answer = answer
+        self.native_async = native_async
+
+    def record_outcome(self, *args: Any, **kwargs: Any) -> Any:
+        super().record_outcome(*args, **kwargs)
+        return self.answer
+
+    def arm_guard(self, *args: Any, **kwargs: Any) -> Any:
+        super().arm_guard(*args, **kwargs)
+        return self.answer
+
+
+GARBAGE = [None, True, 5, "x", (), (None,), (None, None), {}, object()]
+
+
+@pytest.mark.parametrize("native_async", [False, True], ids=["sync-store", "async-store"])
+@pytest.mark.parametrize("answer", GARBAGE, ids=lambda a: type(a).__name__)
+def test_a_store_answering_garbage_fails_open(answer: object, native_async: bool) -> None:
+    guard = LoopGuard({"enabled": True}, store=GarbageStore(answer, native_async=native_async))
+    guard.strict = False
+    assert guard.after_call("exec", {}, session_key="s", result="r") is None
+    guard.compaction_retry(session_key="s")
+
+    async def twins() -> None:
+        assert await guard.aafter_call("exec", {}, session_key="s", result="r") is None
+        await guard.acompaction_retry(session_key="s")
+
+    asyncio.run(twins())
+
+
+def test_a_store_answering_garbage_raises_in_strict_mode() -> None:
+    guard = LoopGuard({"enabled": True}, store=GarbageStore(None), strict=True)
+    with pytest.raises(TypeError, match="record_outcome returned NoneType"):
+        guard.after_call("exec", {}, session_key="s", result="r")
+    with pytest.raises(TypeError, match="arm_guard returned NoneType"):
+        guard.compaction_retry(session_key="s")

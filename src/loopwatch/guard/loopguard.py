@@ -97,6 +97,20 @@ def _check_arguments(
             raise TypeError(f"detector {detector!r} is not callable")
 
 
+def checked_outcome(written: object) -> tuple[ToolCallRecord, GuardVerdict]:
+    """What a store's ``record_outcome`` returned, checked while the failure policy still
+    applies: ``after_call`` acts on it (and may raise the post-compaction abort) after its
+    handlers, so a store of the host's that returns something else must fail here."""
+    if (
+        isinstance(written, tuple)
+        and len(written) == 2
+        and isinstance(written[0], ToolCallRecord)
+        and isinstance(written[1], GuardVerdict)
+    ):
+        return written
+    raise TypeError(f"the store's record_outcome returned {type(written).__name__}")
+
+
 class LoopGuard:
     """Watches every tool call of every session and blocks loops (SPEC §5).
 
@@ -588,7 +602,7 @@ class LoopGuard:
             else:
                 store = self._store
                 with store.session_lock(key):
-                    written = store.record_outcome(*op)  # RecordOutcome.run, inlined
+                    written = checked_outcome(store.record_outcome(*op))  # RecordOutcome.run
         except StoreError as exc:
             self._store_failed(key, tool, "after_call", exc)
             return None
@@ -633,7 +647,9 @@ class LoopGuard:
             op = plan_after(
                 self, tool, params, key, run_id, tool_call_id, result, error, agent_id, memo
             )
-            written = None if op is None else await adrive_one(self._store, key, op)
+            written = (
+                None if op is None else checked_outcome(await adrive_one(self._store, key, op))
+            )
         except StoreError as exc:
             self._store_failed(key, tool, "after_call", exc)
             return None
