@@ -96,3 +96,46 @@ def test_a_store_answering_garbage_raises_in_strict_mode() -> None:
         guard.after_call("exec", {}, session_key="s", result="r")
     with pytest.raises(TypeError, match="arm_guard returned NoneType"):
         guard.compaction_retry(session_key="s")
+
+
+class Unprintable:
+    """A tool result of the host's whose text conversion raises."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("no text")
+
+    __repr__ = __str__
+
+
+def nested_dicts(depth: int) -> dict[str, Any]:
+    root: dict[str, Any] = {}
+    node = root
+    for _ in range(depth):
+        node["k"] = {}
+        node = node["k"]
+    return root
+
+
+class UnreadableList(list[Any]):
+    def __iter__(self) -> Any:
+        raise RuntimeError("no items")
+
+
+@pytest.mark.parametrize(
+    "value",
+    [Unprintable(), nested_dicts(5_000), UnreadableList([1])],
+    ids=["failing-str", "deep", "unreadable-list"],
+)
+def test_a_warning_is_appended_to_any_tool_result(value: object) -> None:
+    """The 11th identical call gets the warning appended to its result (SPEC §11.2); a
+    result that cannot be rendered as text must not make the guarded tool raise."""
+    guard = LoopGuard({"enabled": True}, strict=False)
+
+    @guard.tool(session_key="s")
+    def tool(x: int) -> object:
+        return value
+
+    shown = [tool(1) for _ in range(11)]
+    assert shown[9] is value
+    assert isinstance(shown[10], str)
+    assert shown[10].endswith("stop retrying and report the task as failed.")
