@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loopwatch import ConfigError, LoopGuard, merge_agent_config
+from loopwatch import ConfigError, LoopGuard, MemoryStore, merge_agent_config
 from loopwatch.config.openclaw import loopwatch_parts
 from loopwatch.settings import GuardSettings
 
@@ -167,3 +167,9 @@ def test_detectors_from_a_generator_are_kept() -> None:
 
     guard = LoopGuard({"enabled": True}, detectors=(d for d in [never]))
     assert guard.detector_profile.detectors == (never,)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("ttl", ["1800", b"1", [1], True, float("nan"), -1.0, 0])
+def test_a_memory_store_idle_ttl_that_is_no_positive_number_is_a_value_error(ttl: object) -> None:
+    with pytest.raises(ValueError, match="idle_ttl_s must be a positive number"):
+        MemoryStore(idle_ttl_s=ttl)  # type: ignore[arg-type]
