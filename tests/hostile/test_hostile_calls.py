@@ -139,3 +139,32 @@ def test_a_warning_is_appended_to_any_tool_result(value: object) -> None:
     assert shown[9] is value
     assert isinstance(shown[10], str)
     assert shown[10].endswith("stop retrying and report the task as failed.")
+
+
+@pytest.mark.parametrize(
+    ("tool", "params", "error"),
+    [
+        ("read", {"path": "/tmp/caf\udce9"}, "No such file or directory: /tmp/caf\udce9"),
+        ("exec", {"command": "cat /tmp/caf\udce9"}, "cat: /tmp/caf\udce9: No such file"),
+        ("edit", {"file_path": "\ud800"}, "\ud800\udfff\udc00"),
+    ],
+    ids=["read", "exec", "edit"],
+)
+def test_the_adaptive_profile_reads_texts_with_lone_surrogates(
+    tool: str, params: dict[str, str], error: str
+) -> None:
+    """A file name that is not UTF-8 reaches a host as a lone surrogate (``os.fsdecode``).
+    The adaptive facts digested it with a strict UTF-8 encode: every such call failed
+    open, unrecorded (strict mode: ``UnicodeEncodeError``), so its loop was never seen."""
+    guard = LoopGuard({"enabled": True}, profile="adaptive", strict=True)
+    actions = []
+    for _ in range(4):
+        decision = guard.before_call(tool, params, session_key="s")
+        actions.append(decision.action)
+        if decision.tool_result is None:
+            guard.after_call(tool, params, session_key="s", error=error)
+        else:  # blocked: the host passes the blocked result on (a no-op, SPEC §5.2)
+            guard.after_call(tool, params, session_key="s", result=decision.tool_result)
+    history = guard.history(session_key="s")
+    assert history and all(r.result_hash for r in history)
+    assert "block" in actions  # the same failure again and again: repeated_failure
