@@ -20,7 +20,6 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
-from copy import deepcopy
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final
 
@@ -28,7 +27,11 @@ from loopwatch.config import PROFILES, Profile
 from loopwatch.config.block import LoopDetectionConfig
 from loopwatch.config.files import load_config_file
 from loopwatch.config.merge import merge_agent_config
-from loopwatch.config.openclaw import profile_of_openclaw_config, validate_openclaw_config
+from loopwatch.config.openclaw import (
+    loopwatch_parts,
+    profile_of_openclaw_config,
+    validate_openclaw_config,
+)
 from loopwatch.config.resolve import ResolvedConfig, resolve_config
 
 if TYPE_CHECKING:
@@ -44,7 +47,8 @@ class GuardSettings:
     Attributes:
         block: the global ``tools.loopDetection`` block as a camelCase mapping of its set
             fields, or ``None`` (everything unset).
-        openclaw_config: the whole config, merged per agent, or ``None``.
+        openclaw_config: the parts of the whole config that loopwatch reads (its blocks,
+            the agent ids, the ``loopwatch`` block), merged per agent, or ``None``.
         profile: the loopwatch profile's name.
         adaptive: the adaptive settings (``None`` unless the profile is ``adaptive``).
         detection_by_default: whether the profile is its own opt-in to detection (the
@@ -113,7 +117,7 @@ class GuardSettings:
             if not isinstance(openclaw_config, Mapping):
                 raise TypeError("openclaw_config must be a mapping")
             validate_openclaw_config(openclaw_config)
-            whole = deepcopy(dict(openclaw_config))
+            whole = loopwatch_parts(openclaw_config)
             config_profile = profile_of_openclaw_config(whole)
         chosen = profile if profile is not None else config_profile
         if chosen not in PROFILES:

@@ -257,7 +257,17 @@ def test_uninstall_leaves_other_agents_and_other_tools_alone(places: Path) -> No
 
 @pytest.mark.parametrize("agent", SETTINGS_AGENTS)
 @pytest.mark.parametrize(
-    "text", ['{"hooks": {', "[1, 2]", '{"hooks": []}', '{"hooks": {"PreToolUse": {}}}']
+    "text",
+    [
+        '{"hooks": {',
+        "[1, 2]",
+        '{"hooks": []}',
+        '{"hooks": {"PreToolUse": {}}}',
+        # Parsed, but too deep to copy and render (RecursionError), or even to parse.
+        '{"x": ' + "[" * 900 + "]" * 900 + "}",
+        '{"x": ' + "[" * 5000 + "]" * 5000 + "}",
+    ],
+    ids=["truncated", "array", "hooks-array", "event-object", "deep", "deeper"],
 )
 def test_a_file_loopwatch_cannot_read_is_refused(
     places: Path, agent: str, text: str, capsys: pytest.CaptureFixture[str]

@@ -241,6 +241,16 @@ def test_a_valid_document_of_another_shape_names_its_keys(tmp_path: Path) -> Non
     assert "a JSON object with keys agent, problem" in caught.value.reason
 
 
+@pytest.mark.parametrize("kind", [[], {}, ["ActionEvent"], {"ActionEvent": 1}])
+@pytest.mark.parametrize("lines", [False, True], ids=["document", "jsonl"])
+def test_an_event_kind_that_is_not_a_string_is_not_an_sdk_event(kind: object, lines: bool) -> None:
+    """``kind`` may be any JSON value: a list or an object is no V1 event (it raised
+    ``TypeError: unhashable type`` out of detection, ending a whole folder's scan)."""
+    text = json.dumps({"kind": kind, "id": 1}) + ("\n" if lines else "")
+    with pytest.raises(NotATranscript):
+        parse_text(text, path="x.json")
+
+
 def test_a_pretty_printed_swe_agent_trajectory_is_not_invalid_json(tmp_path: Path) -> None:
     path = tmp_path / "x.traj"
     document = {"trajectory": [{"action": "ls\n", "observation": "a", "thought": "t"}], "info": {}}

@@ -27,7 +27,14 @@ MSG_NOT_JSON: Final = (
     "{path} is not valid JSON ({error}); fix or move it first — loopwatch will not overwrite it"
 )
 MSG_NOT_OBJECT: Final = "{path}: {where} must be a JSON object; not changing the file"
+MSG_TOO_DEEP: Final = (
+    "{path} is nested deeper than {depth} levels; fix or move it first — loopwatch will not "
+    "overwrite it"
+)
 MSG_UNREADABLE: Final = "cannot read {path}: {error}"
+#: The deepest settings document loopwatch edits. Real ones are a few levels deep; the
+#: copy, the comparison and the indented rendering of an edit all recurse per level.
+MAX_SETTINGS_DEPTH: Final = 100
 MSG_UNWRITABLE: Final = "cannot write {path}: {error}"
 
 
@@ -66,11 +73,28 @@ def parse_settings(path: Path, text: str | None, spec: AgentSpec) -> dict[str, A
         return spec.skeleton()
     try:
         document = json.loads(text)
+    except RecursionError as exc:
+        raise InstallError(MSG_TOO_DEEP.format(path=path, depth=MAX_SETTINGS_DEPTH)) from exc
     except ValueError as exc:
         raise InstallError(MSG_NOT_JSON.format(path=path, error=exc)) from exc
     if not isinstance(document, dict):
         raise InstallError(MSG_NOT_OBJECT.format(path=path, where="the file"))
+    if _depth(document) > MAX_SETTINGS_DEPTH:
+        raise InstallError(MSG_TOO_DEEP.format(path=path, depth=MAX_SETTINGS_DEPTH))
     return document
+
+
+def _depth(document: object) -> int:
+    """How deeply a parsed JSON document nests its objects and arrays (iteratively)."""
+    deepest = 0
+    stack = [(document, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, (dict, list)):
+            deepest = max(deepest, depth)
+            items = value.values() if isinstance(value, dict) else value
+            stack.extend((item, depth + 1) for item in items)
+    return deepest
 
 
 def write_atomic(path: Path, text: str) -> None:

@@ -62,7 +62,7 @@ def _loop_detection_of(tools: object) -> Mapping[Any, Any] | None:
     return _present_block(tools.get("loopDetection"))
 
 
-def _is_skipped_entry(entry: object) -> bool:
+def is_skipped_entry(entry: object) -> bool:
     """Entries that are JavaScript primitives have no properties to read: skip them."""
     return entry is None or entry is UNDEFINED or isinstance(entry, (str, bytes, numbers.Number))
 
@@ -74,7 +74,7 @@ def _agent_block(config: Mapping[Any, Any], agent_id: str) -> Mapping[Any, Any] 
         return None
     want = normalize_agent_id(agent_id)
     for entry in entries:
-        if _is_skipped_entry(entry):
+        if is_skipped_entry(entry):
             continue
         # A list (or other non-mapping object) is an entry with no ``id`` and no ``tools``.
         entry_id = entry.get("id") if isinstance(entry, Mapping) else None

@@ -8,6 +8,7 @@ as it is.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from copy import deepcopy
 from typing import Any, Final
 
 from loopwatch.config._schema import (
@@ -29,6 +30,7 @@ from loopwatch.config._strict import (
     pairs,
     validate_block,
 )
+from loopwatch.config.merge import is_skipped_entry
 from loopwatch.errors import ConfigError, ConfigIssue
 
 
@@ -178,6 +180,47 @@ def validate_openclaw_config(config: Mapping[str, Any]) -> None:
     validate_whole(config, issues, NO_DUPLICATES, [])
     if issues:
         raise ConfigError(issues)
+
+
+def loopwatch_parts(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A private copy of the parts of a whole config that loopwatch reads, and only those.
+
+    The global block, each agent entry's ``id`` and block (every entry is kept, in order:
+    the first match wins, even without a block) and the ``loopwatch`` block. Everything else
+    is left behind rather than copied: SPEC §7.2 ignores it, and a real config may hold
+    values ``deepcopy`` cannot copy (a lock, a module) or nesting deeper than it can walk.
+
+    Args:
+        config: a whole config, validated by :func:`validate_openclaw_config`.
+
+    Returns:
+        A new dict that :func:`~loopwatch.config.merge.merge_agent_config` reads exactly as
+        it reads ``config``; later changes to ``config`` never reach it.
+    """
+    parts: dict[str, Any] = {}
+    tools = config.get("tools")
+    if isinstance(tools, Mapping) and "loopDetection" in tools:
+        parts["tools"] = {"loopDetection": deepcopy(tools["loopDetection"])}
+    agents = config.get("agents")
+    entries = agents.get("list") if isinstance(agents, Mapping) else None
+    if isinstance(entries, (list, tuple)):
+        parts["agents"] = {"list": [_agent_parts(entry) for entry in entries]}
+    if "loopwatch" in config:
+        parts["loopwatch"] = deepcopy(config["loopwatch"])
+    return parts
+
+
+def _agent_parts(entry: object) -> object:
+    if not isinstance(entry, Mapping):
+        # The merge skips primitives and reads any other object as an entry with no id.
+        return None if is_skipped_entry(entry) else []
+    kept: dict[str, Any] = {}
+    if "id" in entry:
+        kept["id"] = entry["id"]
+    tools = entry.get("tools")
+    if isinstance(tools, Mapping) and "loopDetection" in tools:
+        kept["tools"] = {"loopDetection": deepcopy(tools["loopDetection"])}
+    return kept
 
 
 def profile_of_openclaw_config(config: Mapping[str, Any]) -> Profile:

@@ -687,6 +687,14 @@ def sha256_hex(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def raw_text_digest(text: str) -> str:
+    """:func:`sha256_hex` of a raw text of the host's (a path, an error message), for
+    loopwatch's own digests: a lone surrogate (``os.fsdecode`` of a file name that is not
+    UTF-8) is encoded as it is rather than raising. Equal to :func:`sha256_hex` for every
+    text without one."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def digest(value: object) -> str:
     """``sha256_hex(stable_stringify(value))``: the fixed-size fingerprint of any value.
 
@@ -832,6 +840,7 @@ __all__ = [
     "digest_pure",
     "format_js_number",
     "hash_tool_call",
+    "raw_text_digest",
     "sha256_hex",
     "stable_stringify",
     "stable_stringify_pure",

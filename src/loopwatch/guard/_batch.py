@@ -97,6 +97,40 @@ def batch_plans(
     ]
 
 
+def read_calls(guard: LoopGuard, calls: object) -> tuple[list[BatchCall], list[Decision] | None]:
+    """The calls of a batch as ``(tool_name, params, tool_call_id)`` tuples.
+
+    A batch that cannot be read that way (``None``, a call that is not a triple, an
+    iterator that raises) is the host's mistake: it is answered by the failure policy,
+    like any value that cannot be hashed, so ``before_batch`` never raises.
+
+    Returns:
+        ``(calls, None)``, or ``([], decisions)`` for a batch that cannot be read: an
+        allowed call for each of its items (none when it cannot even be listed).
+    """
+    try:
+        items = list(calls)  # type: ignore[call-overload]
+    except Exception as exc:
+        return [], unreadable_batch(guard, exc, 0)
+    try:
+        return [_triple(item) for item in items], None
+    except Exception as exc:
+        return [], unreadable_batch(guard, exc, len(items))
+
+
+def _triple(item: Any) -> BatchCall:
+    tool: object
+    params: object
+    call_id: object
+    tool, params, call_id = item
+    return tool, params, call_id
+
+
+def unreadable_batch(guard: LoopGuard, exc: Exception, count: int) -> list[Decision]:
+    decision = guard._before_failed("tool", exc)
+    return [decision] * count
+
+
 def before_batch(
     guard: LoopGuard,
     calls: Sequence[BatchCall],
@@ -116,8 +150,11 @@ def before_batch(
     Returns:
         One :class:`Decision` per call, in order.
     """
-    if len(calls) == 1:
-        tool, params, call_id = calls[0]
+    listed, unreadable = read_calls(guard, calls)
+    if unreadable is not None:
+        return unreadable
+    if len(listed) == 1:
+        tool, params, call_id = listed[0]
         return [
             guard.before_call(
                 tool,
@@ -129,12 +166,12 @@ def before_batch(
             )
         ]
     key = guard._accepts(session_key)
-    if key is None or not calls:
-        return [guard._allow] * len(calls)
+    if key is None or not listed:
+        return [guard._allow] * len(listed)
     try:
-        plans = batch_plans(guard, calls, key, run_id, agent_id)
+        plans = batch_plans(guard, listed, key, run_id, agent_id)
         found = drive(guard._store, key, batch_steps(guard, plans))
-        return conclude_batch(guard, plans, found, [c[2] for c in calls], agent_id)
+        return conclude_batch(guard, plans, found, [c[2] for c in listed], agent_id)
     except StoreError as exc:
         decision = guard._before_store_failed(key, "tool", exc)
         return [decision] * len(calls)
@@ -152,8 +189,11 @@ async def abefore_batch(
     agent_id: object = None,
 ) -> list[Decision]:
     """Async twin of :meth:`before_batch`."""
-    if len(calls) == 1:
-        tool, params, call_id = calls[0]
+    listed, unreadable = read_calls(guard, calls)
+    if unreadable is not None:
+        return unreadable
+    if len(listed) == 1:
+        tool, params, call_id = listed[0]
         return [
             await guard.abefore_call(
                 tool,
@@ -165,12 +205,12 @@ async def abefore_batch(
             )
         ]
     key = guard._accepts(session_key)
-    if key is None or not calls:
-        return [guard._allow] * len(calls)
+    if key is None or not listed:
+        return [guard._allow] * len(listed)
     try:
-        plans = batch_plans(guard, calls, key, run_id, agent_id)
+        plans = batch_plans(guard, listed, key, run_id, agent_id)
         found = await adrive(guard._store, key, batch_steps(guard, plans))
-        return conclude_batch(guard, plans, found, [c[2] for c in calls], agent_id)
+        return conclude_batch(guard, plans, found, [c[2] for c in listed], agent_id)
     except StoreError as exc:
         decision = guard._before_store_failed(key, "tool", exc)
         return [decision] * len(calls)

@@ -71,6 +71,13 @@ def strike_failed(guard: LoopGuard, session_key: str, exc: Exception) -> None:
         guard._internal_error(guard._detection_failed, "", exc)
 
 
+def checked_spec(actual: object) -> GuardSpec:
+    """The spec a store's ``arm_guard`` returned, checked inside the failure policy."""
+    if isinstance(actual, GuardSpec):
+        return actual
+    raise TypeError(f"the store's arm_guard returned {type(actual).__name__}")
+
+
 def arm_op(guard: LoopGuard, session_key: str, run: str | None, agent_id: object) -> ArmGuard:
     _block, resolved = guard.block_for(agent_id)
     return ArmGuard(session_key, run, guard._guard_spec(resolved), guard._now())
@@ -113,7 +120,7 @@ def compaction_retry(
     run = safe_run_id(run_id)
     actual: GuardSpec | None = None
     try:
-        actual = drive_one(guard._store, key, arm_op(guard, key, run, agent_id))
+        actual = checked_spec(drive_one(guard._store, key, arm_op(guard, key, run, agent_id)))
     except Exception as exc:
         arm_failed(guard, key, exc)
     armed(guard, key, run, actual)
@@ -129,7 +136,9 @@ async def acompaction_retry(
     run = safe_run_id(run_id)
     actual: GuardSpec | None = None
     try:
-        actual = await adrive_one(guard._store, key, arm_op(guard, key, run, agent_id))
+        actual = checked_spec(
+            await adrive_one(guard._store, key, arm_op(guard, key, run, agent_id))
+        )
     except Exception as exc:
         arm_failed(guard, key, exc)
     armed(guard, key, run, actual)

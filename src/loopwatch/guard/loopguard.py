@@ -77,6 +77,40 @@ BatchCall = tuple[object, object, object]
 STORE_UNAVAILABLE: Final = "store_unavailable"
 
 
+def _check_arguments(
+    store: object, clock: object, settings: object, detectors: tuple[object, ...]
+) -> None:
+    """Reject, at construction, arguments every call would fail on.
+
+    Each of these would otherwise be caught by the failure policy on every call: the guard
+    would allow everything, detect nothing, and say so once per tool name in a log.
+    """
+    if store is not None and not isinstance(store, Store):
+        hint = " (build one from a URL with store_from_url)" if isinstance(store, str) else ""
+        raise TypeError(f"store must be a loopwatch Store, not {type(store).__name__}{hint}")
+    if clock is not None and not callable(clock):
+        raise TypeError(f"clock must be a callable returning epoch seconds, not {clock!r}")
+    if settings is not None and not isinstance(settings, GuardSettings):
+        raise TypeError(f"settings must be GuardSettings, not {type(settings).__name__}")
+    for detector in detectors:
+        if not callable(detector):
+            raise TypeError(f"detector {detector!r} is not callable")
+
+
+def checked_outcome(written: object) -> tuple[ToolCallRecord, GuardVerdict]:
+    """What a store's ``record_outcome`` returned, checked while the failure policy still
+    applies: ``after_call`` acts on it (and may raise the post-compaction abort) after its
+    handlers, so a store of the host's that returns something else must fail here."""
+    if (
+        isinstance(written, tuple)
+        and len(written) == 2
+        and isinstance(written[0], ToolCallRecord)
+        and isinstance(written[1], GuardVerdict)
+    ):
+        return written
+    raise TypeError(f"the store's record_outcome returned {type(written).__name__}")
+
+
 class LoopGuard:
     """Watches every tool call of every session and blocks loops (SPEC §5).
 
@@ -112,8 +146,10 @@ class LoopGuard:
 
     Raises:
         ConfigError: a config the schema rejects.
-        TypeError: both configs, a config of another type, a ``ResolvedConfig``, or a
-            coroutine function as listener.
+        TypeError: both configs, a config of another type, a ``ResolvedConfig``, a
+            coroutine function as listener, a ``store`` that is not a :class:`Store` (a URL
+            goes through :func:`~loopwatch.stores.url.store_from_url`), a ``clock`` or a
+            detector that is not callable, or ``settings`` that are not ``GuardSettings``.
         ValueError: an unknown normaliser, profile or ``first_warning``.
     """
 
@@ -135,6 +171,8 @@ class LoopGuard:
         first_warning: FirstWarning = "reference",
         strict: bool | None = None,
     ) -> None:
+        detectors = tuple(detectors or ())
+        _check_arguments(store, clock, settings, detectors)
         if settings is None:
             settings = GuardSettings.resolve(
                 config,
@@ -157,7 +195,10 @@ class LoopGuard:
                 raise TypeError(f"listener {listener!r} is not callable")
         self._store: Store = store if store is not None else MemoryStore()
         self._clock: Callable[[], float] = clock if clock is not None else time.time
-        self.send_tools: frozenset[str] = frozenset(normalize_tool_name(t) for t in send_tools)
+        # A plain ``str`` is one name, as for ``normalizers``: iterating ``"telegram"`` would
+        # silently make its letters the send tools.
+        names: Iterable[object] = (send_tools,) if isinstance(send_tools, str) else send_tools
+        self.send_tools: frozenset[str] = frozenset(normalize_tool_name(t) for t in names)
         self.normalizers: frozenset[str] = validate_normalizers(normalizers)
         self.enforce: bool = bool(enforce)
         self.strict: bool = strict_from_env() if strict is None else bool(strict)
@@ -561,7 +602,7 @@ class LoopGuard:
             else:
                 store = self._store
                 with store.session_lock(key):
-                    written = store.record_outcome(*op)  # RecordOutcome.run, inlined
+                    written = checked_outcome(store.record_outcome(*op))  # RecordOutcome.run
         except StoreError as exc:
             self._store_failed(key, tool, "after_call", exc)
             return None
@@ -606,7 +647,9 @@ class LoopGuard:
             op = plan_after(
                 self, tool, params, key, run_id, tool_call_id, result, error, agent_id, memo
             )
-            written = None if op is None else await adrive_one(self._store, key, op)
+            written = (
+                None if op is None else checked_outcome(await adrive_one(self._store, key, op))
+            )
         except StoreError as exc:
             self._store_failed(key, tool, "after_call", exc)
             return None

@@ -196,13 +196,22 @@ def unknown_tool_error(name: str, message: str | None = None) -> str:
 
 
 def render_for_model(value: object) -> str:
-    """Text for a value the model is shown as text: JSON where possible, else ``str``."""
+    """Text for a value the model is shown as text: JSON where possible, else ``str``.
+
+    Never raises: it runs inside the host's tool call (a warning appended to a result), on
+    values of the host's. A value that neither JSON nor its own ``__str__`` can render (a
+    failing ``__str__``, nesting deeper than the recursion limit) is named by its type.
+    """
     if isinstance(value, str):
         return value
     try:
         return json.dumps(value, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
+    except Exception:
+        pass
+    try:
         return str(value)
+    except Exception:
+        return f"<{type(value).__name__} object>"
 
 
 def _text_part(text: str) -> dict[str, str]:
@@ -220,10 +229,13 @@ def append_warning(shown: object, warning: str) -> object:
         return f"{shown}{WARNING_SEPARATOR}{warning}" if shown else warning
     if shown is None:
         return warning
-    if isinstance(shown, (list, tuple)):
-        return [*shown, _text_part(warning)]
-    if isinstance(shown, Mapping) and isinstance(shown.get("content"), (list, tuple)):
-        return {**shown, "content": [*shown["content"], _text_part(warning)]}
+    try:
+        if isinstance(shown, (list, tuple)):
+            return [*shown, _text_part(warning)]
+        if isinstance(shown, Mapping) and isinstance(shown.get("content"), (list, tuple)):
+            return {**shown, "content": [*shown["content"], _text_part(warning)]}
+    except Exception:
+        pass  # a container of the host's that cannot be read: shown as text instead
     return f"{render_for_model(shown)}{WARNING_SEPARATOR}{warning}"
 
 

@@ -109,9 +109,12 @@ SDK_KINDS: Final = frozenset(
 
 def is_sdk_event(value: object) -> bool:
     """Whether a JSON value is one V1 SDK event (typed by ``kind``)."""
+    if not isinstance(value, Mapping):
+        return False
+    kind = value.get("kind")  # any JSON value: a list or an object cannot be looked up
     return (
-        isinstance(value, Mapping)
-        and value.get("kind") in SDK_KINDS
+        isinstance(kind, str)
+        and kind in SDK_KINDS
         and ("id" in value or "source" in value or "timestamp" in value)
     )
 

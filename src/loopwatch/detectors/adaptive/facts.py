@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from loopwatch.core._undefined import UNDEFINED
-from loopwatch.core.fingerprint import digest, hash_tool_call, sha256_hex
+from loopwatch.core.fingerprint import digest, hash_tool_call, raw_text_digest
 from loopwatch.core.outcomes import OutcomeHash, error_text, hash_tool_outcome
 from loopwatch.detectors.adaptive.failures import (
     _result_text,
@@ -170,7 +170,7 @@ _SHORT_DIGEST: Final = 16
 
 
 def _short(kind: str, value: str) -> str:
-    return kind + sha256_hex(value)[:_SHORT_DIGEST]
+    return kind + raw_text_digest(value)[:_SHORT_DIGEST]
 
 
 def build_adaptive_record(

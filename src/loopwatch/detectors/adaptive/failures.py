@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Final
 
-from loopwatch.core.fingerprint import sha256_hex
+from loopwatch.core.fingerprint import raw_text_digest
 from loopwatch.core.lazyre import lazy_compile
 
 _SOFT_FAILURE_PREFIX: Final = lazy_compile(r"\A\s*(?:ERROR|Error|error)\s*[:!]")
@@ -200,7 +200,7 @@ def classify_error(text: str, params: object = None) -> str | None:
     normalised = normalize_error_text(text, params)
     if _BARE_STATUS.fullmatch(normalised):
         return None
-    return "errclass:" + sha256_hex(normalised)[:32]
+    return "errclass:" + raw_text_digest(normalised)[:32]
 
 
 # --- failures that are not the tool's: rejections, cancellations, interrupts ---------------

@@ -11,6 +11,7 @@ detectors a live view of the run instead of a copy.
 
 from __future__ import annotations
 
+import numbers
 import threading
 from collections import OrderedDict
 from contextlib import AbstractContextManager
@@ -115,7 +116,11 @@ class MemoryStore(Store):
     def __init__(self, *, max_sessions: int = 2000, idle_ttl_s: float | None = 1800.0) -> None:
         if isinstance(max_sessions, bool) or not isinstance(max_sessions, int) or max_sessions < 1:
             raise ValueError("max_sessions must be an integer >= 1")
-        if idle_ttl_s is not None and (isinstance(idle_ttl_s, bool) or not idle_ttl_s > 0):
+        if idle_ttl_s is not None and (
+            isinstance(idle_ttl_s, bool)
+            or not isinstance(idle_ttl_s, numbers.Real)
+            or not idle_ttl_s > 0
+        ):
             raise ValueError("idle_ttl_s must be a positive number of seconds or None")
         self.max_sessions = max_sessions
         self.idle_ttl_s = None if idle_ttl_s is None else float(idle_ttl_s)
