@@ -444,7 +444,7 @@ def main() -> int:
         "_begin",
         "follow_up",
         "detect",
-        "_finish_after",
+        "_abort_after",
         "__init__",
     )
     print("\nown time of the plumbing functions (profiled share):")

@@ -21,7 +21,7 @@ import logging
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 from loopwatch import messages
 from loopwatch._event_base import LoopEvent  # the events themselves: where they are built
@@ -95,20 +95,6 @@ def _check_arguments(
     for detector in detectors:
         if not callable(detector):
             raise TypeError(f"detector {detector!r} is not callable")
-
-
-def checked_outcome(written: object) -> tuple[ToolCallRecord, GuardVerdict]:
-    """What a store's ``record_outcome`` returned, checked while the failure policy still
-    applies: ``after_call`` acts on it (and may raise the post-compaction abort) after its
-    handlers, so a store of the host's that returns something else must fail here."""
-    if (
-        isinstance(written, tuple)
-        and len(written) == 2
-        and isinstance(written[0], ToolCallRecord)
-        and isinstance(written[1], GuardVerdict)
-    ):
-        return written
-    raise TypeError(f"the store's record_outcome returned {type(written).__name__}")
 
 
 class LoopGuard:
@@ -531,30 +517,24 @@ class LoopGuard:
 
     # --- after_call ------------------------------------------------------------------
 
-    def _finish_after(
-        self,
-        session_key: str,
-        written: tuple[ToolCallRecord, GuardVerdict] | None,
-    ) -> ToolCallRecord | None:
-        if written is None:
-            return None
-        record, verdict = written
-        if verdict.should_abort:
-            from loopwatch.events import CompactionLoopPersistedEvent
+    def _abort_after(
+        self, session_key: str, record: ToolCallRecord, verdict: GuardVerdict
+    ) -> NoReturn:
+        """Raise the post-compaction abort the outcome's guard verdict calls for."""
+        from loopwatch.events import CompactionLoopPersistedEvent
 
-            log_abort(verdict)
-            error = PostCompactionLoopPersistedError.from_verdict(verdict, record)
-            self._emit(
-                CompactionLoopPersistedEvent(
-                    session_key=session_key,
-                    tool_name=error.tool_name,
-                    count=error.count,
-                    message=error.message,
-                    run_id=record.run_id,
-                )
+        log_abort(verdict)
+        error = PostCompactionLoopPersistedError.from_verdict(verdict, record)
+        self._emit(
+            CompactionLoopPersistedEvent(
+                session_key=session_key,
+                tool_name=error.tool_name,
+                count=error.count,
+                message=error.message,
+                run_id=record.run_id,
             )
-            raise error
-        return record
+        )
+        raise error
 
     def after_call(
         self,
@@ -598,18 +578,23 @@ class LoopGuard:
                 self, tool, params, key, run_id, tool_call_id, result, error, agent_id, memo
             )
             if op is None:
-                written = None
-            else:
-                store = self._store
-                with store.session_lock(key):
-                    written = checked_outcome(store.record_outcome(*op))  # RecordOutcome.run
+                return None
+            store = self._store
+            with store.session_lock(key):
+                written = store.record_outcome(*op)  # RecordOutcome.run, inlined
+            # The store's reply is read here, where the failure policy still applies (a
+            # store of the host's may return something else than the contract's tuple).
+            record, verdict = written
+            abort = verdict.should_abort
         except StoreError as exc:
             self._store_failed(key, tool, "after_call", exc)
             return None
         except Exception as exc:
             self._internal_error(self._outcome_failed, tool, exc)
             return None
-        return self._finish_after(key, written)
+        if abort:
+            self._abort_after(key, record, verdict)
+        return record
 
     async def aafter_call(
         self,
@@ -647,16 +632,20 @@ class LoopGuard:
             op = plan_after(
                 self, tool, params, key, run_id, tool_call_id, result, error, agent_id, memo
             )
-            written = (
-                None if op is None else checked_outcome(await adrive_one(self._store, key, op))
-            )
+            if op is None:
+                return None
+            written: tuple[ToolCallRecord, GuardVerdict] = await adrive_one(self._store, key, op)
+            record, verdict = written  # (read here, as in after_call)
+            abort = verdict.should_abort
         except StoreError as exc:
             self._store_failed(key, tool, "after_call", exc)
             return None
         except Exception as exc:
             self._internal_error(self._outcome_failed, tool, exc)
             return None
-        return self._finish_after(key, written)
+        if abort:
+            self._abort_after(key, record, verdict)
+        return record
 
     # --- critical strikes and compaction retries (see _lifecycle) ---------------------------
 
