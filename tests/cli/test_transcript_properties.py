@@ -81,6 +81,15 @@ _KEYS = [
     "parentId",
     "toolName",
     "instance_id",
+    # mini-swe-agent v2 messages
+    "extra",
+    "actions",
+    "command",
+    "returncode",
+    "exception_info",
+    "interrupt_type",
+    "object",
+    "call_id",
 ]
 _WORDS = st.sampled_from(
     [
@@ -114,6 +123,10 @@ _WORDS = st.sampled_from(
         "tool.result",
         "session.compaction",
         "mini-swe-agent-1",
+        "mini-swe-agent-1.1",
+        "response",
+        "action was not executed",
+        "<returncode>1</returncode>",
         "run",
         "condensation",
         "[read_file for 'x'] Result:\nok",

@@ -14,7 +14,8 @@ Each format is read by its own module into one data model (:class:`Transcript` â
   (:mod:`.codex`);
 - ``gemini-cli``: Gemini CLI sessions and Gemini API contents (:mod:`.gemini`);
 - ``cursor``: Cursor agent transcripts (:mod:`.cursor`);
-- ``swe-agent`` and ``mini-swe-agent`` trajectories (:mod:`.swe_agent`);
+- ``swe-agent`` trajectories (:mod:`.swe_agent`), ``mini-swe-agent`` ones
+  (:mod:`.mini_swe_agent`);
 - ``openhands``: OpenHands event streams (:mod:`.openhands`).
 
 :func:`read_transcript` detects the format (:mod:`.detect`) unless one is forced. A file

@@ -63,6 +63,7 @@ from loopwatch.transcripts.gemini import (
     read_gemini_session,
 )
 from loopwatch.transcripts.loopwatch_jsonl import read_loopwatch
+from loopwatch.transcripts.mini_swe_agent import is_mini_swe_agent, read_mini_swe_agent
 from loopwatch.transcripts.model import (
     FORMATS,
     FormatName,
@@ -94,12 +95,7 @@ from loopwatch.transcripts.paths import (
     side_file_reason,
     walk_transcripts,
 )
-from loopwatch.transcripts.swe_agent import (
-    is_mini_swe_agent,
-    is_swe_agent,
-    read_mini_swe_agent,
-    read_swe_agent,
-)
+from loopwatch.transcripts.swe_agent import is_swe_agent, read_swe_agent
 
 _OPENCLAW_TYPES: Final = frozenset(
     {

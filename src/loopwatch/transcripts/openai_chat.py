@@ -47,7 +47,7 @@ def _fail(path: str, line: int | None, number: int, reason: str) -> TranscriptEr
     return TranscriptError(path, line, f"message {number}: {reason}")
 
 
-def _tool_calls(
+def message_tool_calls(
     message: Mapping[str, object], path: str, line: int | None, number: int
 ) -> list[tuple[str, object, str | None]]:
     """``(name, args, call_id)`` of every call an assistant message makes."""
@@ -85,7 +85,7 @@ def add_openai_messages(
             raise _fail(path, line, number, "expected a JSON object")
         role = value.get("role")
         if role == "assistant":
-            calls = _tool_calls(value, path, line, number)
+            calls = message_tool_calls(value, path, line, number)
             shares = split_tokens(usage_tokens(value.get("usage")), len(calls))
             batch = book.batch_for(len(calls))
             for (name, args, call_id), tokens in zip(calls, shares, strict=True):
@@ -154,4 +154,10 @@ def read_taubench(tasks: Sequence[tuple[int | None, object]], path: str) -> Read
     return book.finish(keep_empty=True)
 
 
-__all__ = ["SourcedMessage", "add_openai_messages", "read_openai_messages", "read_taubench"]
+__all__ = [
+    "SourcedMessage",
+    "add_openai_messages",
+    "message_tool_calls",
+    "read_openai_messages",
+    "read_taubench",
+]
