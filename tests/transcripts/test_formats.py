@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from loopwatch import UNDEFINED
-from loopwatch.transcripts import ReplayCall, Transcript, read_transcript
+from loopwatch.transcripts import ReplayCall, Transcript, parse_text, read_transcript
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "transcripts"
 
@@ -187,6 +187,24 @@ def test_tau_bench_tasks_are_runs() -> None:
         "task-2-trial0",
     ]
     assert [len(run.calls) for run in transcript.runs] == [8, 0, 7]
+
+
+def test_tau_bench_error_results_are_failures() -> None:
+    """The environment answers a tool that raised with ``Error: ...`` (real sample), and an
+    unknown tool with ``Unknown action <name>``."""
+    calls = _calls(_read("tau-bench/gpt-4o-airline.first3.json"))
+    (failed,) = [call for call in calls if call.error is not UNDEFINED]
+    assert failed.tool == "book_reservation" and failed.result is UNDEFINED
+    assert failed.error == "Error: payment amount does not add up, total price is 305, but paid 255"
+    unknown = json.dumps(
+        [{"task_id": 1, "traj": [
+            {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "type": "function",
+             "function": {"name": "fly", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "c", "name": "fly", "content": "Unknown action fly"},
+        ]}]
+    )  # fmt: skip
+    (call,) = _calls(parse_text(unknown))
+    assert (call.result, call.error) == (UNDEFINED, "Unknown action fly")
 
 
 def test_cline_text_results_are_matched_by_tool_name() -> None:
