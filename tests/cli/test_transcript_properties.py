@@ -90,6 +90,16 @@ _KEYS = [
     "interrupt_type",
     "object",
     "call_id",
+    # tau2-bench simulations
+    "simulations",
+    "simulation_run",
+    "task_id",
+    "termination_reason",
+    "ticks",
+    "agent_tool_calls",
+    "agent_tool_results",
+    "tool_messages",
+    "requestor",
 ]
 _WORDS = st.sampled_from(
     [

@@ -30,6 +30,7 @@ def _calls(transcript: Transcript) -> list[ReplayCall]:
         ("openhands/v1-openagentsafety-output.jsonl", "openhands", 2, 18),
         ("openhands/v1-conversation/events", "openhands", 1, 2),
         ("tau-bench/gpt-4o-airline.first3.json", "tau-bench", 3, 15),
+        ("tau2-bench/whissle-airline.first-two.json", "tau2-bench", 2, 10),
         ("cline/api_conversation_history.json", "cline", 1, 5),
         ("cline/xml_api_conversation_history.json", "cline", 1, 3),
         (
