@@ -126,12 +126,13 @@ def _is_cline(message: Mapping[str, object]) -> bool:
         return False
     content = message.get("content")
     blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
-    return any(
-        isinstance(block, Mapping)
-        and isinstance(block.get("text"), str)
-        and CLINE_RESULT.match(str(block["text"])) is not None
-        for block in blocks
-    )
+    for block in blocks:
+        if not isinstance(block, Mapping):
+            continue
+        text = block.get("text") if block.get("type") != "tool_result" else block.get("content")
+        if isinstance(text, str) and CLINE_RESULT.match(text) is not None:
+            return True
+    return False
 
 
 def _chat_flavour(messages: Sequence[SourcedMessage]) -> FormatName:
