@@ -25,6 +25,7 @@ def _calls(transcript: Transcript) -> list[ReplayCall]:
     ("relative", "fmt", "runs", "calls"),
     [
         ("swe-agent/BabyEncryption.traj", "swe-agent", 1, 16),
+        ("swe-agent/rock.first3.traj", "swe-agent", 1, 3),
         ("mini-swe-agent/astropy__astropy-12907.traj.json", "mini-swe-agent", 1, 20),
         ("openhands/output.jsonl", "openhands", 1, 23),
         ("openhands/v1-openagentsafety-output.jsonl", "openhands", 2, 18),
@@ -73,6 +74,20 @@ def test_swe_agent_steps_are_commands_with_observations() -> None:
     assert first.args == {"command": "open chall.py"}
     assert isinstance(first.result, str) and first.result
     assert first.error is UNDEFINED
+
+
+def test_swe_agent_timed_out_commands_are_failures() -> None:
+    """0.x appends ``EXECUTION TIMED OUT`` (real sample); 1.x renders its cancel template."""
+    timed_out, *others = _calls(_read("swe-agent/rock.first3.traj"))
+    assert timed_out.args == {"command": "./rock"} and timed_out.result is UNDEFINED
+    assert timed_out.error == "\nEXECUTION TIMED OUT"
+    assert all(call.error is UNDEFINED for call in others)
+    cancelled = json.dumps(
+        {"trajectory": [{"action": "sleep 99", "observation": "The command 'sleep 99' was "
+         "cancelled because it took more than 30 seconds. Please try a different command."}]}
+    )  # fmt: skip
+    (call,) = _calls(parse_text(cancelled))
+    assert call.result is UNDEFINED and str(call.error).startswith("The command 'sleep 99'")
 
 
 def test_mini_swe_agent_v1_reads_the_one_bash_block_and_the_next_observation() -> None:
