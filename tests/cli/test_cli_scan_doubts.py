@@ -162,11 +162,12 @@ def test_every_sample_format_scans_with_calls(
     folders = [
         "swe-agent", "mini-swe-agent", "openhands", "tau-bench", "cline", "codex",
         "openai-responses", "gemini-cli", "cursor", "claude-code-sdk", "openclaw-trajectory",
+        "tau2-bench",
     ]  # fmt: skip
     code, out, err = _run(capsys, "scan", "--json", *(str(data / f) for f in folders))
     assert code == 0, err
     files = json.loads(out)["files"]
-    assert len(files) == 21
+    assert len(files) == 25
     assert all(entry["calls"] > 0 and entry["understood"] for entry in files)
 
 

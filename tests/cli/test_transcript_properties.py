@@ -81,6 +81,25 @@ _KEYS = [
     "parentId",
     "toolName",
     "instance_id",
+    # mini-swe-agent v2 messages
+    "extra",
+    "actions",
+    "command",
+    "returncode",
+    "exception_info",
+    "interrupt_type",
+    "object",
+    "call_id",
+    # tau2-bench simulations
+    "simulations",
+    "simulation_run",
+    "task_id",
+    "termination_reason",
+    "ticks",
+    "agent_tool_calls",
+    "agent_tool_results",
+    "tool_messages",
+    "requestor",
 ]
 _WORDS = st.sampled_from(
     [
@@ -114,6 +133,10 @@ _WORDS = st.sampled_from(
         "tool.result",
         "session.compaction",
         "mini-swe-agent-1",
+        "mini-swe-agent-1.1",
+        "response",
+        "action was not executed",
+        "<returncode>1</returncode>",
         "run",
         "condensation",
         "[read_file for 'x'] Result:\nok",

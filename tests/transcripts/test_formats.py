@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from loopwatch import UNDEFINED
-from loopwatch.transcripts import ReplayCall, Transcript, read_transcript
+from loopwatch.transcripts import ReplayCall, Transcript, parse_text, read_transcript
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "transcripts"
 
@@ -25,11 +25,13 @@ def _calls(transcript: Transcript) -> list[ReplayCall]:
     ("relative", "fmt", "runs", "calls"),
     [
         ("swe-agent/BabyEncryption.traj", "swe-agent", 1, 16),
+        ("swe-agent/rock.first3.traj", "swe-agent", 1, 3),
         ("mini-swe-agent/astropy__astropy-12907.traj.json", "mini-swe-agent", 1, 20),
         ("openhands/output.jsonl", "openhands", 1, 23),
         ("openhands/v1-openagentsafety-output.jsonl", "openhands", 2, 18),
         ("openhands/v1-conversation/events", "openhands", 1, 2),
         ("tau-bench/gpt-4o-airline.first3.json", "tau-bench", 3, 15),
+        ("tau2-bench/whissle-airline.first-two.json", "tau2-bench", 2, 10),
         ("cline/api_conversation_history.json", "cline", 1, 5),
         ("cline/xml_api_conversation_history.json", "cline", 1, 3),
         (
@@ -72,6 +74,20 @@ def test_swe_agent_steps_are_commands_with_observations() -> None:
     assert first.args == {"command": "open chall.py"}
     assert isinstance(first.result, str) and first.result
     assert first.error is UNDEFINED
+
+
+def test_swe_agent_timed_out_commands_are_failures() -> None:
+    """0.x appends ``EXECUTION TIMED OUT`` (real sample); 1.x renders its cancel template."""
+    timed_out, *others = _calls(_read("swe-agent/rock.first3.traj"))
+    assert timed_out.args == {"command": "./rock"} and timed_out.result is UNDEFINED
+    assert timed_out.error == "\nEXECUTION TIMED OUT"
+    assert all(call.error is UNDEFINED for call in others)
+    cancelled = json.dumps(
+        {"trajectory": [{"action": "sleep 99", "observation": "The command 'sleep 99' was "
+         "cancelled because it took more than 30 seconds. Please try a different command."}]}
+    )  # fmt: skip
+    (call,) = _calls(parse_text(cancelled))
+    assert call.result is UNDEFINED and str(call.error).startswith("The command 'sleep 99'")
 
 
 def test_mini_swe_agent_v1_reads_the_one_bash_block_and_the_next_observation() -> None:
@@ -187,6 +203,24 @@ def test_tau_bench_tasks_are_runs() -> None:
         "task-2-trial0",
     ]
     assert [len(run.calls) for run in transcript.runs] == [8, 0, 7]
+
+
+def test_tau_bench_error_results_are_failures() -> None:
+    """The environment answers a tool that raised with ``Error: ...`` (real sample), and an
+    unknown tool with ``Unknown action <name>``."""
+    calls = _calls(_read("tau-bench/gpt-4o-airline.first3.json"))
+    (failed,) = [call for call in calls if call.error is not UNDEFINED]
+    assert failed.tool == "book_reservation" and failed.result is UNDEFINED
+    assert failed.error == "Error: payment amount does not add up, total price is 305, but paid 255"
+    unknown = json.dumps(
+        [{"task_id": 1, "traj": [
+            {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "type": "function",
+             "function": {"name": "fly", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "c", "name": "fly", "content": "Unknown action fly"},
+        ]}]
+    )  # fmt: skip
+    (call,) = _calls(parse_text(unknown))
+    assert (call.result, call.error) == (UNDEFINED, "Unknown action fly")
 
 
 def test_cline_text_results_are_matched_by_tool_name() -> None:

@@ -14,8 +14,10 @@ Each format is read by its own module into one data model (:class:`Transcript` â
   (:mod:`.codex`);
 - ``gemini-cli``: Gemini CLI sessions and Gemini API contents (:mod:`.gemini`);
 - ``cursor``: Cursor agent transcripts (:mod:`.cursor`);
-- ``swe-agent`` and ``mini-swe-agent`` trajectories (:mod:`.swe_agent`);
-- ``openhands``: OpenHands event streams (:mod:`.openhands`).
+- ``swe-agent`` trajectories (:mod:`.swe_agent`), ``mini-swe-agent`` ones
+  (:mod:`.mini_swe_agent`);
+- ``openhands``: OpenHands event streams (:mod:`.openhands`);
+- ``tau2-bench``: tau2-bench results and simulations (:mod:`.tau2`).
 
 :func:`read_transcript` detects the format (:mod:`.detect`) unless one is forced. A file
 that cannot be read raises :class:`TranscriptError` with its path, line and reason; valid

@@ -40,9 +40,12 @@ results are *text* blocks of the next user message, ``[read_file for 'a.py'] Res
 followed by the output (``[attempt_completion] Result:`` without a target), never
 ``tool_result`` blocks. The calls are ``tool_use`` blocks (native tool calling) or, in older
 versions, XML in the assistant text (``<execute_command><command>ls</command>
-</execute_command>``). A result answers the oldest unanswered call of that tool; a text
-``The tool execution failed with the following error:`` makes it a failure; ``Tool [x] was
-not executed because ...`` means the call never ran (no outcome is replayed).
+</execute_command>``). A result answers the oldest unanswered call of that tool (``use_subagents``
+answers as ``[subagents]``); newer versions may wrap the same labelled text in a
+``tool_result`` block. A body ``The tool execution failed with the following error:``, or a
+command's ``Command failed with exit code N.`` / ``Command terminated by signal S.`` (Cline
+``CommandOrchestrator``), makes it a failure; ``Tool [x] was not executed because ...``
+means the call never ran (no outcome is replayed).
 
 Calls of one assistant message form a batch (replayed as the host ran them: every call,
 then the outcomes), and a sibling's ``Cancelled: parallel tool call ... errored`` result is
@@ -71,9 +74,26 @@ from loopwatch.transcripts._common import (
 from loopwatch.transcripts.model import Compaction, TranscriptError
 from loopwatch.transcripts.openai_chat import SourcedMessage
 
-#: ``[tool_name for 'target'] Result:`` / ``[tool_name] Result:`` opening a Cline result.
-CLINE_RESULT: Final = re.compile(r"\[([A-Za-z0-9_.:-]+)(?: for [^\n]*?)?\] Result:")
+#: ``[tool_name for 'target'] Result:`` / ``[tool_name] Result:`` opening a Cline result. The
+#: target is the call's parameter as given, so it may span lines (a follow-up question, a
+#: multi-line command).
+CLINE_RESULT: Final = re.compile(r"\[([A-Za-z0-9_.:-]+)(?: for .*?)?\] Result:", re.DOTALL)
+#: Result labels that are not the tool's name (Cline ``UseSubagentsToolHandler``).
+_CLINE_LABELS: Final = {"subagents": "use_subagents"}
 _CLINE_ERROR: Final = "The tool execution failed with the following error:"
+#: How Cline's command runner (``CommandOrchestrator``) opens the result of a command that
+#: exited non-zero or was killed; success is ``Command executed successfully (exit code 0).``
+#: (or a bare ``Command executed.`` where the terminal reports no exit code).
+_CLINE_COMMAND_FAILED: Final = re.compile(
+    r"Command (?:failed with exit code -?\d+|terminated by signal \S+)\."
+)
+
+
+def _cline_failed(text: str) -> bool:
+    """Whether the body of a Cline result (after its ``[...] Result:`` label) is a failure."""
+    return text.startswith(_CLINE_ERROR) or _CLINE_COMMAND_FAILED.match(text) is not None
+
+
 #: Tool names Cline and Roo Code write as XML in older, text-only transcripts.
 CLINE_XML_TOOLS: Final = frozenset(
     {
@@ -166,7 +186,8 @@ class _BlockMatcher:
     """Pairs results with the calls they answer: ``tool_result`` blocks by id, Cline result
     texts by tool name."""
 
-    def __init__(self, runs: RunAssembler) -> None:
+    def __init__(self, runs: RunAssembler, *, cline: bool = False) -> None:
+        self.cline = cline
         self.book = CallBook(runs)
         self.by_name: dict[str, list[CallDraft]] = {}
         self._last_key: str | None = None
@@ -211,11 +232,18 @@ class _BlockMatcher:
                 continue
             self._forget(draft)
             content = block.get("content", "")
-            if block.get("is_error") is True:
+            if block.get("is_error") is True or (self.cline and self._cline_block_failed(content)):
                 self.book.settle(draft, UNDEFINED, content_text(content), content)
             else:
                 self.book.settle(draft, content, UNDEFINED, content)
         self._text_results(message)
+
+    @staticmethod
+    def _cline_block_failed(content: object) -> bool:
+        """A ``tool_result`` Cline wrote holds the same labelled text as its text results."""
+        text = content_text(content)
+        opening = CLINE_RESULT.match(text)
+        return opening is not None and _cline_failed(text[opening.end() :].lstrip("\n"))
 
     def add_server_results(self, message: Mapping[str, object]) -> None:
         """Settle server and MCP-connector calls from the result blocks of their message."""
@@ -246,14 +274,14 @@ class _BlockMatcher:
                 self._settle_named(name, text)
 
     def _settle_named(self, name: str, text: str) -> None:
-        queue = self.by_name.get(name)
+        queue = self.by_name.get(_CLINE_LABELS.get(name, name))
         if not queue:
             self.book.unmatched += 1
             return
         draft = queue.pop(0)
         if draft.call_id:
             self.book.pending.pop(draft.call_id, None)
-        if text.startswith(_CLINE_ERROR):
+        if _cline_failed(text):
             self.book.settle(draft, UNDEFINED, text, text)
         else:
             self.book.settle(draft, text, UNDEFINED, text)
@@ -280,7 +308,7 @@ def read_anthropic_messages(
         TranscriptError: a message that is not an object or a malformed ``tool_use`` block.
     """
     runs = RunAssembler()
-    matcher = _BlockMatcher(runs)
+    matcher = _BlockMatcher(runs, cline=xml_tools)
     for number, (line, value) in enumerate(messages, start=1):
         message = as_mapping(value, path, line, f"message {number}")
         role = message.get("role")

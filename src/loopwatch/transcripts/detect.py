@@ -6,12 +6,13 @@ other way round):
 1. The whole text parses as one JSON document. An object is a SWE-agent trajectory
    (``trajectory`` steps), a mini-swe-agent one (``trajectory_format``), a Gemini CLI
    session (``messages[].toolCalls``), an OpenHands ``history`` or single event, a Responses
-   API response or request (``output`` / ``input`` items), Gemini ``contents``, or chat
-   ``messages``. A list is tau-bench results (tasks with ``traj``), an OpenHands event
-   stream, Claude Code SDK records (``type`` + ``message``), Responses items, Gemini
-   contents, or chat messages. Chat messages are OpenAI's (``tool_calls``, role ``tool``),
-   Cline's (user text blocks ``[tool for '...'] Result:``) or Anthropic's (``tool_use``
-   blocks).
+   API response or request (``output`` / ``input`` items), Gemini ``contents``, tau2-bench
+   results or simulations (``simulations``; ``task_id`` + ``termination_reason``), or chat
+   ``messages``. A list is tau-bench results (tasks with ``traj``), tau2-bench simulations,
+   an OpenHands event stream, Claude Code SDK records (``type`` + ``message``), Responses
+   items, Gemini contents, or chat messages. Chat messages are OpenAI's (``tool_calls``,
+   role ``tool``), Cline's (user text blocks ``[tool for '...'] Result:``) or Anthropic's
+   (``tool_use`` blocks).
 2. Otherwise JSONL, decided by the first non-blank line: ``tool`` / ``event`` → loopwatch
    JSONL; ``traceSchema: openclaw-trajectory`` → OpenClaw trajectory; a Codex envelope
    (``session_meta``, ``response_item``, ...) or legacy header → Codex; ``traj`` →
@@ -63,6 +64,7 @@ from loopwatch.transcripts.gemini import (
     read_gemini_session,
 )
 from loopwatch.transcripts.loopwatch_jsonl import read_loopwatch
+from loopwatch.transcripts.mini_swe_agent import is_mini_swe_agent, read_mini_swe_agent
 from loopwatch.transcripts.model import (
     FORMATS,
     FormatName,
@@ -94,12 +96,8 @@ from loopwatch.transcripts.paths import (
     side_file_reason,
     walk_transcripts,
 )
-from loopwatch.transcripts.swe_agent import (
-    is_mini_swe_agent,
-    is_swe_agent,
-    read_mini_swe_agent,
-    read_swe_agent,
-)
+from loopwatch.transcripts.swe_agent import is_swe_agent, read_swe_agent
+from loopwatch.transcripts.tau2 import is_tau2_simulation, read_tau2, tau2_simulations
 
 _OPENCLAW_TYPES: Final = frozenset(
     {
@@ -128,12 +126,13 @@ def _is_cline(message: Mapping[str, object]) -> bool:
         return False
     content = message.get("content")
     blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
-    return any(
-        isinstance(block, Mapping)
-        and isinstance(block.get("text"), str)
-        and CLINE_RESULT.match(str(block["text"])) is not None
-        for block in blocks
-    )
+    for block in blocks:
+        if not isinstance(block, Mapping):
+            continue
+        text = block.get("text") if block.get("type") != "tool_result" else block.get("content")
+        if isinstance(text, str) and CLINE_RESULT.match(text) is not None:
+            return True
+    return False
 
 
 def _chat_flavour(messages: Sequence[SourcedMessage]) -> FormatName:
@@ -191,6 +190,8 @@ def _list_reader(items: list[object]) -> tuple[FormatName, Callable[[str], Read]
     dicts = [item for item in items if isinstance(item, Mapping)]
     if dicts and all("traj" in item for item in dicts):
         return "tau-bench", lambda path: read_taubench(_sourced(items), path)
+    if dicts and all(is_tau2_simulation(item) for item in dicts):
+        return "tau2-bench", lambda path: read_tau2(items, path)
     if is_event_list(items):
         return "openhands", lambda path: read_openhands_events(items, path)
     if (
@@ -224,6 +225,9 @@ def _object_reader(
         return "swe-agent", lambda path: read_swe_agent(document, path)
     if is_mini_swe_agent(document):
         return "mini-swe-agent", lambda path: read_mini_swe_agent(document, path)
+    simulations = tau2_simulations(document)
+    if simulations is not None:
+        return "tau2-bench", lambda path: read_tau2(simulations, path)
     if is_gemini_session(document):
         messages: list[object] = list(document["messages"])  # type: ignore[call-overload]
         return "gemini-cli", lambda path: read_gemini_session(messages, path)

@@ -35,6 +35,7 @@ FormatName = Literal[
     "mini-swe-agent",
     "openhands",
     "tau-bench",
+    "tau2-bench",
 ]
 FORMATS: Final[tuple[FormatName, ...]] = (
     "loopwatch",
@@ -53,6 +54,7 @@ FORMATS: Final[tuple[FormatName, ...]] = (
     "mini-swe-agent",
     "openhands",
     "tau-bench",
+    "tau2-bench",
 )
 
 

@@ -17,13 +17,17 @@ legacy ``function_call`` / ``{"role": "function", "name"}`` pair is read too.
 **tau-bench result files** (sierra-research/tau-bench ``historical_trajectories/*.json``,
 what ``run.py`` saves): a JSON list of tasks ``{"task_id", "reward", "info", "traj":
 [messages], "trial"}`` whose ``traj`` is OpenAI chat as above. Each task is one run,
-labelled ``task-<task_id>`` (``-trial<n>`` when trials are recorded).
+labelled ``task-<task_id>`` (``-trial<n>`` when trials are recorded). The environment
+answers a failed step in words: a tool result that opens with ``Error: `` (the tool raised,
+or refused the request) or ``Unknown action `` (no such tool) is a failure.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Final
 
+from loopwatch.core._undefined import UNDEFINED
 from loopwatch.transcripts._common import (
     CallBook,
     CallDraft,
@@ -47,7 +51,7 @@ def _fail(path: str, line: int | None, number: int, reason: str) -> TranscriptEr
     return TranscriptError(path, line, f"message {number}: {reason}")
 
 
-def _tool_calls(
+def message_tool_calls(
     message: Mapping[str, object], path: str, line: int | None, number: int
 ) -> list[tuple[str, object, str | None]]:
     """``(name, args, call_id)`` of every call an assistant message makes."""
@@ -72,9 +76,22 @@ def _tool_calls(
 
 
 def add_openai_messages(
-    messages: Sequence[SourcedMessage], path: str, book: CallBook, run_id: str | None
+    messages: Sequence[SourcedMessage],
+    path: str,
+    book: CallBook,
+    run_id: str | None,
+    *,
+    failed: Callable[[object], bool] | None = None,
 ) -> None:
     """Record the calls of OpenAI chat ``messages`` in ``book``, under ``run_id``.
+
+    Args:
+        messages: the messages in order, each with its source line.
+        path: for error messages.
+        book: where the calls go.
+        run_id: the run they belong to.
+        failed: whether a tool message's ``content`` reports a failure, for hosts that say
+            so in the text (chat messages have no error flag); ``None``: never.
 
     Raises:
         TranscriptError: a message that is not an object, or malformed ``tool_calls``.
@@ -85,7 +102,7 @@ def add_openai_messages(
             raise _fail(path, line, number, "expected a JSON object")
         role = value.get("role")
         if role == "assistant":
-            calls = _tool_calls(value, path, line, number)
+            calls = message_tool_calls(value, path, line, number)
             shares = split_tokens(usage_tokens(value.get("usage")), len(calls))
             batch = book.batch_for(len(calls))
             for (name, args, call_id), tokens in zip(calls, shares, strict=True):
@@ -98,7 +115,10 @@ def add_openai_messages(
             target = book.answer(value.get("tool_call_id"))
             if target is not None:
                 content = value.get("content")
-                book.settle(target, content, target.error, content)
+                if failed is not None and failed(content):
+                    book.settle(target, UNDEFINED, content, content)
+                else:
+                    book.settle(target, content, target.error, content)
         elif role == "function":
             if legacy_pending:
                 legacy_pending.pop(0).result = value.get("content")
@@ -133,6 +153,16 @@ def _task_label(task: Mapping[str, object], index: int) -> str:
     return label
 
 
+#: How tau-bench's environment words a failed step (``tau_bench/envs/base.py``,
+#: ``Env.step``): a tool that raised, or a tool the environment does not have. Its tools
+#: also return ``"Error: ..."`` themselves for a request they refuse.
+_TAUBENCH_FAILURES: Final = ("Error: ", "Unknown action ")
+
+
+def _taubench_failed(content: object) -> bool:
+    return isinstance(content, str) and content.startswith(_TAUBENCH_FAILURES)
+
+
 def read_taubench(tasks: Sequence[tuple[int | None, object]], path: str) -> Read:
     """Turn tau-bench results (tasks with OpenAI messages under ``traj``) into runs.
 
@@ -150,8 +180,16 @@ def read_taubench(tasks: Sequence[tuple[int | None, object]], path: str) -> Read
         if book.runs.has(label):
             label += f"#{index + 1}"
         book.runs.open(label)
-        add_openai_messages([(line, message) for message in traj], path, book, label)
+        add_openai_messages(
+            [(line, message) for message in traj], path, book, label, failed=_taubench_failed
+        )
     return book.finish(keep_empty=True)
 
 
-__all__ = ["SourcedMessage", "add_openai_messages", "read_openai_messages", "read_taubench"]
+__all__ = [
+    "SourcedMessage",
+    "add_openai_messages",
+    "message_tool_calls",
+    "read_openai_messages",
+    "read_taubench",
+]

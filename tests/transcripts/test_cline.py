@@ -1,0 +1,81 @@
+"""Cline result texts as recent versions write them (shapes from a real 231-call task).
+
+The real file (mike4567/MRA04242026 ``api_conversation_history.json`` @ 7644913, no licence,
+so not copied) has multi-line follow-up questions as result labels, ``[subagents]`` for
+``use_subagents``, and ``Command failed with exit code N.`` for failed commands.
+"""
+
+from __future__ import annotations
+
+import json
+
+from loopwatch import UNDEFINED
+from loopwatch.transcripts import ReplayCall, parse_text
+
+
+def _use(call_id: str, name: str, params: dict[str, str]) -> dict[str, object]:
+    return {"type": "tool_use", "id": call_id, "name": name, "input": params, "call_id": call_id}
+
+
+def _said(text: str) -> dict[str, object]:
+    return {"role": "user", "content": [{"type": "text", "text": text}]}
+
+
+def _run(call_id: str, command: str) -> dict[str, object]:
+    return {
+        "role": "assistant",
+        "content": [_use(call_id, "execute_command", {"command": command})],
+    }
+
+
+def _calls(messages: list[object]) -> list[ReplayCall]:
+    transcript = parse_text(json.dumps(messages, indent=1))
+    assert transcript.format == "cline" and transcript.unmatched_results == 0
+    return list(transcript.runs[0].calls)
+
+
+def test_failed_commands_are_failures_and_successes_are_results() -> None:
+    failed, passed, killed = _calls(
+        [
+            _said("<task>\nbuild it\n</task>"),
+            _run("a", "npm test"),
+            _said("[execute_command for 'npm test'] Result:\nCommand failed with exit code 1.\n"
+                  "Output:\n1 failing"),
+            _run("b", "ls"),
+            _said("[execute_command for 'ls'] Result:\nCommand executed successfully (exit code 0)."
+                  "\nOutput:\na.txt"),
+            _run("c", "sleep"),
+            _said("[execute_command for 'sleep'] Result:\nCommand terminated by signal SIGKILL."),
+        ]
+    )  # fmt: skip
+    assert failed.result is UNDEFINED and str(failed.error).startswith("Command failed with exit")
+    assert passed.error is UNDEFINED and str(passed.result).endswith("a.txt")
+    assert killed.result is UNDEFINED and "SIGKILL" in str(killed.error)
+
+
+def test_multi_line_labels_and_the_subagents_label_answer_their_calls() -> None:
+    question, agents = _calls(
+        [
+            _said("<task>\nplan\n</task>"),
+            {"role": "assistant", "content": [
+                _use("q", "ask_followup_question", {"question": "## Phase 1\n\nDone. Go on?"})]},
+            _said("[ask_followup_question for '## Phase 1\n\nDone. Go on?'] Result:\n"
+                  "<answer>\nyes\n</answer>"),
+            {"role": "assistant", "content": [_use("s", "use_subagents", {"prompt_1": "look"})]},
+            _said("[subagents] Result:\nSubagent results:\nTotal: 1"),
+        ]
+    )  # fmt: skip
+    assert question.result == "<answer>\nyes\n</answer>"
+    assert str(agents.result).startswith("Subagent results:")
+
+
+def test_a_labelled_tool_result_block_is_cline_and_its_failure_is_read() -> None:
+    (call,) = _calls(
+        [
+            _said("<task>\nrun\n</task>"),
+            _run("a", "make"),
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "call_id": "a",
+             "content": "[execute_command for 'make'] Result:\nCommand failed with exit code 2."}]},
+        ]
+    )  # fmt: skip
+    assert call.result is UNDEFINED and "exit code 2" in str(call.error)
