@@ -317,7 +317,8 @@ def test_opencode_plugin_file(places: Path, scope: str) -> None:
     text = path.read_text()
     assert text.startswith(PLUGIN_MARKER)
     assert json.dumps(hook_argv("opencode")) in text
-    assert 'export default { id: "loopwatch", server }' in text
+    # One default export for both APIs: 1.x runs server, 2.x setup.
+    assert 'export default { id: "loopwatch", server, setup }' in text
     assert main(["install", "opencode", *scope_args(scope)]) == 0
     assert path.read_text() == text
     assert main(["uninstall", "opencode", *scope_args(scope)]) == 0

@@ -15,7 +15,9 @@ docs or source, 2026-12):
   releases where hooks were experimental also want ``hooksConfig.enabled`` (not written).
 - Cursor: ``~/.cursor/hooks.json`` or ``.cursor/hooks.json``, ``{"version": 1, "hooks":
   {"preToolUse": [{"command": …}]}}`` (flat entries, no matcher groups).
-- OpenCode: a plugin file in ``~/.config/opencode/plugins/`` or ``.opencode/plugins/``.
+- OpenCode: a plugin file in ``~/.config/opencode/plugins/`` or ``.opencode/plugins/``,
+  where 1.x and 2.x both load ``*.js`` files at start (the file serves both plugin APIs;
+  2.x's config key is ``plugins``, 1.x's ``plugin``: neither is needed for these folders).
 
 Every write backs the file up first (``<file>.loopwatch.bak``), keeps the user's settings and
 key order, and is idempotent. A handler is loopwatch's when its command runs

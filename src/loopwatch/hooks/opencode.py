@@ -1,26 +1,32 @@
 """OpenCode (``loopwatch hook opencode``), called by the plugin ``loopwatch install
 opencode`` writes.
 
-OpenCode has no command hooks: plugins get ``tool.execute.before(input, output)`` with
-``input = {tool, sessionID, callID}``, ``output = {args}`` (throwing blocks the call, and
-the error text goes to the model as the tool's error), ``tool.execute.after(input,
-output)`` with ``output = {title, output, metadata}`` (the plugin may append to
-``output.output``), and ``experimental.session.compacting`` (anomalyco/opencode
-``packages/plugin/src/index.ts``). The plugin sends loopwatch one JSON object per event:
+OpenCode has no command hooks, only plugins, and two plugin APIs
+(:mod:`loopwatch.cli._opencode_plugin` has the details and sources). 1.x passes
+``tool.execute.before(input, output)`` with ``input = {tool, sessionID, callID}``, ``output
+= {args}`` (throwing blocks the call, and the error text goes to the model as the tool's
+error), ``tool.execute.after(input, output)`` with ``output = {title, output, metadata}``
+(the plugin may append to ``output.output``), and ``experimental.session.compacting``.
+2.x registers ``ctx.tool.hook("execute.before" | "execute.after", cb)`` with one event
+``{tool, sessionID, agent, messageID, id, input[, status, result | error]}``; the plugin
+translates it to the same messages. The plugin sends loopwatch one JSON object per event:
 
 ``{"event": "tool.execute.before" | "tool.execute.after" |
 "experimental.session.compacting" | "session.compacted", "input": {...}, "output":
-{...}}`` — the hook's own two arguments; ``error`` beside them reports a failed tool
-(OpenCode runs ``tool.execute.after`` for successful tools only: the plugin sees a failure
-as a ``message.part.updated`` event whose tool part is in ``state.status: "error"`` and
-forwards it as a ``tool.execute.after`` with ``error``).
+{...}}`` — the hook's own two arguments (for 2.x: ``callID`` from ``id``, ``output.args``
+from ``input``, ``output.output`` the text of ``result.content``); ``error`` beside them
+reports a failed tool (1.x runs ``tool.execute.after`` for successful tools only: the
+plugin sees a failure as a ``message.part.updated`` event whose tool part is in
+``state.status: "error"`` and forwards it as a ``tool.execute.after`` with ``error``; 2.x
+reports it to ``execute.after`` with ``status: "error"``).
 Releases whose ``tool.execute.after`` input has no ``args`` need the plugin to send the
 call's arguments (kept by ``callID`` from its ``before``) as ``args`` beside them: the
 outcome is matched to its call by the arguments' digest.
 
-It reads back ``{"action": "allow" | "block" | "abort", "message": ..., "warning":
-...}``: ``block`` (before): throw ``message``; ``warning`` (after): append it to the
-tool's output; ``abort`` (after): the loop survived a compaction, stop the session.
+It reads back ``{"action": "allow" | "block" | "abort", "message": ...,
+"warning": ...}``: ``block`` (before): reject the call with ``message``; ``warning``
+(after): append it to the tool's output; ``abort`` (after): the loop survived a
+compaction, stop the session.
 """
 
 from __future__ import annotations
