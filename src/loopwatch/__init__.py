@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from loopwatch.guard import Decision, LoopGuard
     from loopwatch.stores import MemoryStore, Store, StoreError
     from loopwatch.stores.redis import RedisStore
+    from loopwatch.stores.sqlite import SqliteStore
     from loopwatch.stores.url import store_from_url
 
 __version__ = "0.1.0"
@@ -83,6 +84,7 @@ _LAZY: dict[str, str] = {
     "RedisStore": "loopwatch.stores",
     "ResolvedConfig": "loopwatch.config.resolve",
     "SessionState": "loopwatch.core.records",
+    "SqliteStore": "loopwatch.stores",
     "Store": "loopwatch.stores",
     "StoreError": "loopwatch.stores",
     "StoreErrorEvent": "loopwatch.events",
@@ -128,6 +130,7 @@ __all__ = [
     "RedisStore",
     "ResolvedConfig",
     "SessionState",
+    "SqliteStore",
     "Store",
     "StoreError",
     "StoreErrorEvent",

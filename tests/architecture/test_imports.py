@@ -174,3 +174,15 @@ def test_the_adaptive_profile_loads_its_module_when_chosen() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "True"
+
+
+def test_every_store_is_importable_from_loopwatch_and_loaded_only_when_named() -> None:
+    code = (
+        "import sys, loopwatch; "
+        "before = 'sqlite3' in sys.modules or 'redis' in sys.modules; "
+        "from loopwatch import MemoryStore, RedisStore, SqliteStore; "
+        "from loopwatch.stores.sqlite import SqliteStore as Own; "
+        "print(before, SqliteStore is Own, 'SqliteStore' in loopwatch.__all__)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True", "True"]
