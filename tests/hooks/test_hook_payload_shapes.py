@@ -186,3 +186,29 @@ def test_parallel_sub_agents_keep_histories_of_their_own(hooks: HookRunner, agen
     finally:
         store.close()
     assert keys == {f"{agent}:S/agent-a", f"{agent}:S/agent-b"}
+
+
+# Cursor drops an ``additional_context`` over 10,000 characters (after trim) whole rather
+# than truncating it: the CLI bundle reading (build 2026.09.18, HookAdditionalContextTooLarge
+# Error) behind cursor.com/docs/hooks, as quoted in the REFERENCE notes' Cursor section.
+@pytest.mark.parametrize("unit", ["w", "\U0001f501"])
+def test_a_cursor_context_over_cursors_limit_is_cut_to_fit(unit: str) -> None:
+    from loopwatch.hooks import cursor
+    from loopwatch.hooks._core import HookEvent, Outcome
+
+    event = HookEvent(kind="after", name="postToolUse", session="S", tool="MCP:" + unit * 12_000)
+    answer = cursor.render(event, Outcome(warning="loop on " + unit * 12_000))
+    context = json.loads(answer.stdout)["additional_context"]
+    assert answer.exit_code == 0
+    assert len(context.encode("utf-16-le")) // 2 <= cursor.MAX_CONTEXT  # JavaScript length
+    assert context.startswith("loop on " + unit)
+    assert context.endswith("\u2026")
+
+
+def test_a_short_cursor_context_is_left_whole() -> None:
+    from loopwatch.hooks import cursor
+    from loopwatch.hooks._core import HookEvent, Outcome
+
+    event = HookEvent(kind="after", name="postToolUse", session="S", tool="Shell")
+    answer = cursor.render(event, Outcome(warning="w", end_run="e"))
+    assert json.loads(answer.stdout) == {"additional_context": "w\n\ne"}

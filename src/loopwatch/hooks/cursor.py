@@ -20,8 +20,9 @@ schema-invalid JSON blocks the tool), that the ``postToolUse`` / ``postToolUseFa
 answer is reduced to ``additional_context`` (appended after the tool result;
 ``updated_mcp_tool_output`` only for MCP tools), that ``tool_output`` is a JSON *string*
 and that a failure carries ``error_message``. One limit from the bundle reading: an
-``additional_context`` longer than 10,000 characters is dropped whole, not truncated
-(loopwatch's warnings are short: tool names and counts).
+``additional_context`` longer than 10,000 characters (after trimming) is dropped whole,
+not truncated, so :func:`render` cuts a longer text to fit (loopwatch's warnings are
+short, tool names and counts, but a tool name is the host's and unbounded).
 """
 
 from __future__ import annotations
@@ -43,6 +44,18 @@ _KINDS: Final = {
     "preCompact": "compaction",
 }
 _RESULT_KEYS: Final = ("tool_output", "tool_response", "result_json", "output", "result")
+#: Cursor drops an ``additional_context`` longer than this whole (measured in JavaScript
+#: string units, UTF-16), so loopwatch cuts its own text to fit.
+MAX_CONTEXT: Final = 10_000
+
+
+def _fit(context: str) -> str:
+    """``context`` cut (with an ellipsis) to ``MAX_CONTEXT`` UTF-16 units when longer."""
+    context = context.strip()
+    units = context.encode("utf-16-le")
+    if len(units) <= 2 * MAX_CONTEXT:
+        return context
+    return units[: 2 * (MAX_CONTEXT - 1)].decode("utf-16-le", errors="ignore") + "\u2026"
 
 
 def parse(payload: dict[str, Any]) -> HookEvent:
@@ -79,4 +92,4 @@ def render(event: HookEvent, outcome: Outcome) -> HookResult:
     if event.kind != "after" or not (outcome.warning or outcome.end_run):
         return FAIL_OPEN
     context = "\n\n".join(m for m in (outcome.warning, outcome.end_run) if m)
-    return HookResult(json.dumps({"additional_context": context}), 0)
+    return HookResult(json.dumps({"additional_context": _fit(context)}), 0)
