@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from loopwatch import LoopGuard, MemoryStore
+from loopwatch import LoopGuard, MemoryStore, StoreError
 
 MALFORMED_BATCHES: list[tuple[Any, int]] = [
     (None, 0),
@@ -53,6 +53,24 @@ def test_a_batch_from_a_generator_is_read_once() -> None:
     decisions = guard.before_batch(calls, session_key="s")  # type: ignore[arg-type]
     assert [d.action for d in decisions] == ["allow", "allow"]
     assert [r.tool_name for r in guard.history(session_key="s")] == ["exec", "read"]
+
+
+class DownStore(MemoryStore):
+    """A store whose every call fails as an unreachable backend does."""
+
+    def begin_call(self, *args: Any, **kwargs: Any) -> Any:
+        raise StoreError("down")
+
+
+@pytest.mark.parametrize("twin", ["sync", "async"])
+def test_a_generator_batch_on_a_failing_store_gets_one_decision_a_call(twin: str) -> None:
+    guard = LoopGuard({"enabled": True}, store=DownStore(), strict=False)
+    calls = ((name, {"n": 1}, f"c{i}") for i, name in enumerate(["exec", "read"]))
+    if twin == "sync":
+        decisions = guard.before_batch(calls, session_key="s")  # type: ignore[arg-type]
+    else:
+        decisions = asyncio.run(guard.abefore_batch(calls, session_key="s"))  # type: ignore[arg-type]
+    assert [d.action for d in decisions] == ["allow", "allow"]  # fail-open by default
 
 
 class GarbageStore(MemoryStore):

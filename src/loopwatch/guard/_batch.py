@@ -174,10 +174,10 @@ def before_batch(
         return conclude_batch(guard, plans, found, [c[2] for c in listed], agent_id)
     except StoreError as exc:
         decision = guard._before_store_failed(key, "tool", exc)
-        return [decision] * len(calls)
+        return [decision] * len(listed)
     except Exception as exc:
         decision = guard._before_failed("tool", exc)
-        return [decision] * len(calls)
+        return [decision] * len(listed)
 
 
 async def abefore_batch(
@@ -213,10 +213,10 @@ async def abefore_batch(
         return conclude_batch(guard, plans, found, [c[2] for c in listed], agent_id)
     except StoreError as exc:
         decision = guard._before_store_failed(key, "tool", exc)
-        return [decision] * len(calls)
+        return [decision] * len(listed)
     except Exception as exc:
         decision = guard._before_failed("tool", exc)
-        return [decision] * len(calls)
+        return [decision] * len(listed)
 
 
 def projected_record(records: Sequence[Any], plan: BeforePlan) -> ToolCallRecord:
