@@ -191,7 +191,7 @@ def test_parallel_sub_agents_keep_histories_of_their_own(hooks: HookRunner, agen
 # Cursor drops an ``additional_context`` over 10,000 characters (after trim) whole rather
 # than truncating it: the CLI bundle reading (build 2026.09.18, HookAdditionalContextTooLarge
 # Error) behind cursor.com/docs/hooks, as quoted in the REFERENCE notes' Cursor section.
-@pytest.mark.parametrize("unit", ["w", "\U0001f501"])
+@pytest.mark.parametrize("unit", ["w", "\U0001f501", "\udc80"])  # (a lone surrogate too)
 def test_a_cursor_context_over_cursors_limit_is_cut_to_fit(unit: str) -> None:
     from loopwatch.hooks import cursor
     from loopwatch.hooks._core import HookEvent, Outcome
@@ -200,8 +200,8 @@ def test_a_cursor_context_over_cursors_limit_is_cut_to_fit(unit: str) -> None:
     answer = cursor.render(event, Outcome(warning="loop on " + unit * 12_000))
     context = json.loads(answer.stdout)["additional_context"]
     assert answer.exit_code == 0
-    assert len(context.encode("utf-16-le")) // 2 <= cursor.MAX_CONTEXT  # JavaScript length
-    assert context.startswith("loop on " + unit)
+    assert len(context.encode("utf-16-le", "surrogatepass")) // 2 <= cursor.MAX_CONTEXT
+    assert context.startswith("loop on ")
     assert context.endswith("\u2026")
 
 

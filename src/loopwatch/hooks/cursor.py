@@ -31,6 +31,7 @@ import json
 from typing import Any, Final
 
 from loopwatch.core._undefined import UNDEFINED
+from loopwatch.core.jsstr import js_trim, utf16_len
 from loopwatch.hooks._core import HookEvent, HookResult, Outcome, text
 
 AGENT: Final = "cursor"
@@ -51,11 +52,12 @@ MAX_CONTEXT: Final = 10_000
 
 def _fit(context: str) -> str:
     """``context`` cut (with an ellipsis) to ``MAX_CONTEXT`` UTF-16 units when longer."""
-    context = context.strip()
-    units = context.encode("utf-16-le")
-    if len(units) <= 2 * MAX_CONTEXT:
+    context = js_trim(context)  # (Cursor measures the text after trimming it)
+    if utf16_len(context) <= MAX_CONTEXT:
         return context
-    return units[: 2 * (MAX_CONTEXT - 1)].decode("utf-16-le", errors="ignore") + "\u2026"
+    # A lone surrogate (a tool name of the host's) is cut as the code unit it is.
+    units = context.encode("utf-16-le", "surrogatepass")
+    return units[: 2 * (MAX_CONTEXT - 1)].decode("utf-16-le", "ignore") + "\u2026"
 
 
 def parse(payload: dict[str, Any]) -> HookEvent:
