@@ -130,6 +130,24 @@ DRIVER_CANCEL = textwrap.dedent(
 )
 
 
+def assert_recorded(tmp_path: Path, *, outcomes: int) -> None:
+    """What the hook stored for the plugin's scripted sessions: ``outcomes`` finished calls
+    of the one looping call, one failure recorded as an error, the guard armed."""
+    store = SqliteStore(tmp_path / "state" / "loopwatch" / "sessions.db")
+    try:
+        now = time.time()
+        loop = store.history("opencode:ses_loop", now)
+        failed = store.history("opencode:ses_fail", now)
+        armed = store.guard_snapshot("opencode:ses_loop", None, now).armed
+    finally:
+        store.close()
+    assert len([r for r in loop if r.result_hash is not None]) == outcomes
+    assert len({r.args_hash for r in loop}) == 1
+    assert len(failed) == 1 and failed[0].result_hash is not None
+    assert failed[0].result_hash.startswith("error:")
+    assert armed
+
+
 @pytest.mark.node
 def test_a_host_with_output_cancel_is_cancelled_not_thrown_at(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -169,21 +187,9 @@ def test_the_plugin_and_the_real_hook_agree(
     assert result["odd"] == "allowed"
     assert result["aborted"] == []
 
-    store = SqliteStore(tmp_path / "state" / "loopwatch" / "sessions.db")
-    try:
-        now = time.time()
-        loop = store.history("opencode:ses_loop", now)
-        failed = store.history("opencode:ses_fail", now)
-        armed = store.guard_snapshot("opencode:ses_loop", None, now).armed
-    finally:
-        store.close()
-    # Every allowed call has its outcome, the odd-numbered and even-numbered alike.
-    assert len([r for r in loop if r.result_hash is not None]) == blocked[0]
-    assert len({r.args_hash for r in loop}) == 1
-    # The failure is one record, an error (the repeated event is not counted twice).
-    assert len(failed) == 1 and failed[0].result_hash is not None
-    assert failed[0].result_hash.startswith("error:")
-    assert armed
+    # Every allowed call has its outcome, the odd-numbered and even-numbered alike; the
+    # failure is one record, an error (the repeated event is not counted twice).
+    assert_recorded(tmp_path, outcomes=blocked[0])
 
 
 @pytest.mark.node
@@ -338,21 +344,9 @@ def test_opencode_2_loads_the_plugin_and_it_blocks_and_warns(tmp_path: Path) -> 
     assert result["disposed"] == 2
     assert result["v1Hooks"] == []
 
-    store = SqliteStore(tmp_path / "state" / "loopwatch" / "sessions.db")
-    try:
-        now = time.time()
-        loop = store.history("opencode:ses_loop", now)
-        failed = store.history("opencode:ses_fail", now)
-        armed = store.guard_snapshot("opencode:ses_loop", None, now).armed
-    finally:
-        store.close()
-    assert len([r for r in loop if r.result_hash is not None]) == blocked[0]
-    assert len({r.args_hash for r in loop}) == 1
-    # OpenCode 2 reports a failed tool to execute.after itself: one record, an error.
-    assert len(failed) == 1 and failed[0].result_hash is not None
-    assert failed[0].result_hash.startswith("error:")
-    # The session.compacted event armed the post-compaction guard.
-    assert armed
+    # OpenCode 2 reports a failed tool to execute.after itself: one record, an error; the
+    # session.compacted event armed the post-compaction guard.
+    assert_recorded(tmp_path, outcomes=blocked[0])
 
 
 @pytest.mark.node
