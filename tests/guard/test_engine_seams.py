@@ -211,6 +211,26 @@ def test_a_reused_call_id_after_its_outcome_is_a_new_call() -> None:
     assert len(guard.history(session_key=S)) == 3
 
 
+def test_a_reused_call_id_on_another_call_in_flight_is_decided_afresh() -> None:
+    # A host that reuses tool-call ids ("call_0" every turn) and lost one after_call: the
+    # next call under that id is another call, not a second layer asking about the first.
+    guard = LoopGuard({"enabled": True, "unknownToolThreshold": 1})
+    guard.before_call("grep", {"q": "x"}, session_key=S, tool_call_id="call_0")
+    guard.after_call(
+        "grep", {"q": "x"}, session_key=S, tool_call_id="call_0", error="Unknown tool: grep"
+    )
+    blocked = guard.before_call("grep", {"q": "x"}, session_key=S, tool_call_id="call_0")
+    assert blocked.action == "block"  # the host never reports it: in flight under call_0
+    other = guard.before_call("read", {"path": "a"}, session_key=S, tool_call_id="call_0")
+    assert other.action == "allow" and other is not blocked
+    guard.after_call("read", {"path": "a"}, session_key=S, tool_call_id="call_0", result="ok")
+    assert [r.tool_name for r in guard.history(session_key=S)] == ["grep", "read"]
+    same_args = guard.before_call("read", {"path": "a"}, session_key=S, tool_call_id="call_1")
+    assert (
+        guard.before_call("read", {"path": "a"}, session_key=S, tool_call_id="call_1") is same_args
+    )
+
+
 # --- critical strikes ------------------------------------------------------------------------
 
 

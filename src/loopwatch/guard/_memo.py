@@ -12,6 +12,8 @@ import threading
 from collections.abc import Callable
 from typing import Final
 
+from loopwatch.guard.decision import Decision
+
 #: How many ``before_call`` args hashes wait for their ``after_call`` at most.
 ARGS_MEMO_SIZE: Final = 1024
 #: How many characters of argument strings the memos may keep alive together: calls whose
@@ -115,6 +117,9 @@ class ArgsMemo:
         return context[2] if self.hash_of(tool, params) is not None else None
 
 
+#: A call in flight: its decision (a ``Decision``), normalised tool name and args hash.
+InFlight = tuple[Decision, str, str]
+
 #: How many tool-call ids the guard remembers as in flight, and as finished.
 CALL_ID_MEMORY: Final = 4096
 
@@ -125,8 +130,9 @@ class CallBook:
     Three bounded maps behind one lock, each touched once per guarded call:
 
     - in flight: the decision of each call whose ``before_call`` came and ``after_call``
-      did not, by tool-call id (a non-empty ``str``): a second layer of the host asking
-      about the same call gets the same decision, and counts once;
+      did not, with its tool name and args hash, by tool-call id (a non-empty ``str``): a
+      second layer of the host asking about the same call (same id, tool and args) gets
+      the same decision, and counts once; another call under a reused id is a new call;
     - finished: the ids whose outcome was recorded: a second report of it records nothing;
     - memos: each call's :class:`ArgsMemo` (its args hash and call context), keyed by the
       id as given (``None`` or a ``str``), bounded in count (:data:`ARGS_MEMO_SIZE`) and in
@@ -136,23 +142,23 @@ class CallBook:
     __slots__ = ("_chars", "_finished", "_in_flight", "_lock", "_memos")
 
     def __init__(self) -> None:
-        self._in_flight: dict[tuple[str, str | None], object] = {}
+        self._in_flight: dict[tuple[str, str | None], InFlight] = {}
         self._finished: dict[tuple[str, str | None], bool] = {}
         self._memos: dict[tuple[str, str | None], ArgsMemo] = {}
         self._chars = 0
         self._lock = threading.Lock()
 
-    def seen(self, session_key: str, call_id: object) -> object | None:
-        """The decision of the call in flight under this id, if any."""
+    def seen(self, session_key: str, call_id: object) -> InFlight | None:
+        """The call in flight under this id, if any: (its decision, tool name, args hash)."""
         if type(call_id) is not str or not call_id:
             return None
         return self._in_flight.get((session_key, call_id))
 
     def start(
-        self, session_key: str, call_id: object, decision: object, memo: ArgsMemo | None
+        self, session_key: str, call_id: object, decided: InFlight, memo: ArgsMemo | None
     ) -> None:
-        """A call was decided: ``decision`` is in flight under its id, ``memo`` (if any)
-        waits for its ``after_call``."""
+        """A call was decided: ``decided`` (its decision, tool name and args hash) is in
+        flight under its id, ``memo`` (if any) waits for its ``after_call``."""
         if call_id is not None and type(call_id) is not str:
             return  # keyed by the id as given: any other id is derived again
         ident: str | None = call_id  # (checked just above)
@@ -172,7 +178,7 @@ class CallBook:
                 self._finished.pop(key, None)
                 in_flight = self._in_flight
                 in_flight.pop(key, None)
-                in_flight[key] = decision
+                in_flight[key] = decided
                 if len(in_flight) > CALL_ID_MEMORY:
                     del in_flight[next(iter(in_flight))]
 
@@ -247,5 +253,6 @@ __all__ = [
     "TOOL_NAME_CACHE_SIZE",
     "ArgsMemo",
     "CallBook",
+    "InFlight",
     "ToolNames",
 ]

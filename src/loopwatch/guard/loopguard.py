@@ -31,6 +31,7 @@ from loopwatch.config import (
     ResolvedConfig,
 )
 from loopwatch.core._undefined import UNDEFINED
+from loopwatch.core.fingerprint import hash_tool_call
 from loopwatch.core.naming import normalize_tool_name
 from loopwatch.core.normalizers import validate_normalizers
 from loopwatch.core.records import ToolCallRecord
@@ -47,7 +48,7 @@ from loopwatch.detectors.reference import NOT_STUCK, LoopVerdict
 from loopwatch.errors import PostCompactionLoopPersistedError, StoreError
 from loopwatch.guard import _accessors, _batch, _lifecycle
 from loopwatch.guard._keys import WHITESPACE, plain_session_key, safe_tool_name
-from loopwatch.guard._memo import ArgsMemo, CallBook, ToolNames
+from loopwatch.guard._memo import ArgsMemo, CallBook, InFlight, ToolNames
 from loopwatch.guard._ops import BeginCall, CancelCall, Steps, adrive, adrive_one
 from loopwatch.guard._planning import BeforePlan, plan_after, plan_before
 from loopwatch.guard._policy import (
@@ -389,6 +390,17 @@ class LoopGuard:
         reply = yield follow
         return verdict, False if isinstance(follow, CancelCall) else reply
 
+    def _same_call(self, in_flight: InFlight, tool: str, params: object) -> bool:
+        """Whether the call in flight under this call's id is this call (same tool and
+        args): a second layer of the host asking again. A reused id on another call is a
+        new call. Reached only when the id is in flight, so the hash is rarely paid twice."""
+        if in_flight[1] != tool:
+            return False
+        try:
+            return in_flight[2] == hash_tool_call(tool, params, normalizers=self.normalizers)
+        except Exception:
+            return False  # plan_before raises it again, under the failure policy
+
     def _start(
         self, plan: BeforePlan, tool_call_id: object, agent_id: object, decision: Decision
     ) -> Decision:
@@ -398,7 +410,9 @@ class LoopGuard:
         memo = ArgsMemo.of(call.tool_name, plan.params, call.args_hash)
         if memo is not None:
             memo.context = (plan.run_id_raw, agent_id, plan)
-        self._calls.start(plan.session_key, tool_call_id, decision, memo)
+        self._calls.start(
+            plan.session_key, tool_call_id, (decision, call.tool_name, call.args_hash), memo
+        )
         return decision
 
     def before_call(
@@ -430,9 +444,9 @@ class LoopGuard:
                 return self._allow
             key = accepted
         try:
-            seen = self._calls.seen(key, tool_call_id)  # a call in flight counts once
-            if isinstance(seen, Decision):
-                return seen
+            seen = self._calls.seen(key, tool_call_id)
+            if seen is not None and self._same_call(seen, tool, params):
+                return seen[0]  # a call in flight counts once
             plan = plan_before(self, tool, params, key, run_id, tool_call_id, agent_id)
             verdict, emitted = self._decide(plan)
             return self._start(plan, tool_call_id, agent_id, conclude(self, plan, verdict, emitted))
@@ -466,9 +480,9 @@ class LoopGuard:
         if key is None:
             return self._allow
         try:
-            seen = self._calls.seen(key, tool_call_id)  # a call in flight counts once
-            if isinstance(seen, Decision):
-                return seen
+            seen = self._calls.seen(key, tool_call_id)
+            if seen is not None and self._same_call(seen, tool, params):
+                return seen[0]  # a call in flight counts once
             plan = plan_before(self, tool, params, key, run_id, tool_call_id, agent_id)
             verdict, emitted = await adrive(self._store, key, self._before_steps(plan))
             return self._start(plan, tool_call_id, agent_id, conclude(self, plan, verdict, emitted))
