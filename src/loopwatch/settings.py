@@ -115,7 +115,15 @@ class GuardSettings:
             )
         if openclaw_config is not None:
             if not isinstance(openclaw_config, Mapping):
-                raise TypeError("openclaw_config must be a mapping")
+                hint = (
+                    " (read a file with loopwatch.config.load_config_file(path))"
+                    if isinstance(openclaw_config, (str, bytes, os.PathLike))
+                    else ""
+                )
+                raise TypeError(
+                    f"openclaw_config must be a mapping (a whole OpenClaw config), not "
+                    f"{type(openclaw_config).__name__}{hint}"
+                )
             validate_openclaw_config(openclaw_config)
             whole = loopwatch_parts(openclaw_config)
             config_profile = profile_of_openclaw_config(whole)

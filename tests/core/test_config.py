@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from loopwatch import LoopGuard
 from loopwatch.config import (
     BLOCK_KEYS,
     CONFIG_FIELDS,
@@ -1663,3 +1664,11 @@ def test_normalize_agent_id_shape(value: object) -> None:
     normalized = normalize_agent_id(value)
     assert re.fullmatch(r"[a-z0-9_-]{1,64}", normalized)
     assert normalize_agent_id(normalized) == normalized
+
+
+@pytest.mark.parametrize("path", ["openclaw.json5", b"openclaw.json5", Path("x.json5")])
+def test_a_path_as_openclaw_config_says_how_to_read_the_file(path: Any) -> None:
+    with pytest.raises(TypeError, match=r"not (str|bytes|\w*Path).*load_config_file\(path\)"):
+        LoopGuard(openclaw_config=path)
+    with pytest.raises(TypeError, match=r"not list$"):
+        LoopGuard(openclaw_config=[])
