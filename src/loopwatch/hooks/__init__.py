@@ -35,6 +35,8 @@ _MODULES: Final = {
     "cursor": "loopwatch.hooks.cursor",
     "opencode": "loopwatch.hooks.opencode",
 }
+#: A byte order mark some hosts put before the payload (read as UTF-8, it is U+FEFF).
+BOM: Final = "\ufeff"
 #: The answer for an agent loopwatch does not know: nothing on stdout, exit 0.
 UNKNOWN_AGENT: Final = HookResult("", 0)
 
@@ -79,6 +81,10 @@ def run_hook(agent: str, payload_text: str, guard: LoopGuard) -> HookResult:
         logger.warning("loopwatch hook: %s", exc)
         return UNKNOWN_AGENT
     fallback: HookResult = module.FAIL_OPEN
+    if payload_text.startswith(BOM):
+        # cursor-agent writes a UTF-8 byte order mark before its JSON (DobermanCore/
+        # Doberman-Core#576, from captured payloads); json.loads refuses one.
+        payload_text = payload_text[len(BOM) :]
     try:
         payload = json.loads(payload_text)
     except (ValueError, TypeError) as exc:
