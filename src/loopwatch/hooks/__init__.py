@@ -9,6 +9,8 @@ Each call is a new process, so the session's history lives in a store that outli
 through the guard, answer in the host's own contract. It never raises: anything that
 goes wrong (bad JSON, an unknown event, a broken store) is logged and answered with the
 host's "no opinion", so a loopwatch failure never blocks a tool call by accident.
+Cursor runs Claude Code's hooks too: a Cursor payload given to the Claude Code hook is read
+and answered as Cursor's, once (:mod:`loopwatch.hooks._cursor_origin`).
 """
 
 from __future__ import annotations
@@ -94,6 +96,17 @@ def run_hook(agent: str, payload_text: str, guard: LoopGuard) -> HookResult:
         logger.warning("loopwatch hook %s: the payload is not a JSON object", agent)
         return fallback
     try:
+        if agent == "claude-code":
+            from loopwatch.hooks import _cursor_origin as origin
+
+            if origin.sent_by_cursor(payload):
+                # Cursor runs Claude Code's hooks too: its payload, its answers, and its
+                # own loopwatch hook (when installed) counts the call (see the module).
+                agent, module = "cursor", agent_module("cursor")
+                fallback = module.FAIL_OPEN
+                if origin.cursor_hook_installed(payload):
+                    return fallback
+                payload = origin.as_cursor_payload(payload)
         from loopwatch.hooks._core import process
 
         event = module.parse(payload)
