@@ -212,3 +212,43 @@ def test_a_short_cursor_context_is_left_whole() -> None:
     event = HookEvent(kind="after", name="postToolUse", session="S", tool="Shell")
     answer = cursor.render(event, Outcome(warning="w", end_run="e"))
     assert json.loads(answer.stdout) == {"additional_context": "w\n\ne"}
+
+
+def _codex(kind: str, call: str, *, turn: str | None) -> str:
+    data = json.loads(
+        (DATA / "codex" / f"{kind}.json")
+        .read_text(encoding="utf-8")
+        .replace("@SESSION@", "S")
+        .replace("@CALL@", call)
+        .replace("@COMMAND@", "make test")
+    )
+    if turn is None:
+        del data["turn_id"]
+    else:
+        data["turn_id"] = turn
+    return json.dumps(data)
+
+
+@pytest.mark.parametrize("pre_turn", [None, "turn-1"])
+def test_codex_calls_are_one_record_each_whether_or_not_pre_carries_the_turn(
+    hooks: HookRunner, pre_turn: str | None
+) -> None:
+    # Codex releases whose PreToolUse input had no turn_id yet (openai/codex
+    # codex-rs/hooks/schema/generated/pre-tool-use.command.input.schema.json @ 3be4afd3)
+    # still sent it with PostToolUse: the pre recorded the call under no run, the post
+    # added a second record under the turn, and the loop was never seen.
+    reasons = []
+    for index in range(5):
+        call = f"call_{index}"
+        reasons.append(
+            denied("codex", hooks.inprocess("codex", _codex("PreToolUse", call, turn=pre_turn)))
+        )
+        hooks.inprocess("codex", _codex("PostToolUse", call, turn="turn-1"))
+    store = hooks.store()
+    try:
+        history = store.history("codex:S", 0)
+    finally:
+        store.close()
+    assert len(history) == sum(reason is None for reason in reasons)
+    assert {record.run_id for record in history} == {pre_turn}
+    assert any(reasons)

@@ -37,11 +37,17 @@ if TYPE_CHECKING:
 logger = logging.getLogger("loopwatch.hooks")
 
 EventKind = Literal["before", "after", "compaction", "ignore"]
+#: How an agent's events get their run: as sent (``False``), the latest run of the
+#: session's pre events when an event has none (``True``), or as its pre events say
+#: (``"pre"``); see :func:`_run_of`.
+RememberRun = bool | Literal["pre"]
 
 #: Said in a deny when the guard blocked without a message (it always has one today).
 FALLBACK_BLOCK_REASON: Final = "loopwatch blocked this call: it repeats a loop with no progress."
 #: Note keys: the run of a session (for events without a run id), a call's warning.
 RUN_NOTE: Final = "run"
+#: The run note of a session whose pre events carry no run (see :func:`_run_of`).
+NO_RUN: Final = "\x00"
 WARNING_NOTE: Final = "warn:"
 #: Notes kept by the in-process note book (``memory://`` stores, ``loopwatch serve``).
 MAX_MEMORY_NOTES: Final = 4096
@@ -193,14 +199,26 @@ def _note(book: NoteBook, op: str, *args: Any, **kwargs: Any) -> str | None:
 
 
 def _run_of(
-    book: NoteBook, session_key: str, event: HookEvent, now: float, remember: bool
+    book: NoteBook, session_key: str, event: HookEvent, now: float, remember: RememberRun
 ) -> str | None:
     """The event's run, or the session's latest run when the host sent none.
 
     Hosts whose every event carries a turn id need no note (``remember=False``); a host
     that sends it with tool events only (Claude Code's ``prompt_id``) has it remembered
-    by its pre events, for its other events.
+    by its pre events, for its other events (``True``). With ``"pre"`` the pre events
+    decide: a host whose pre events carry no run while its other events do (Codex
+    releases whose ``PreToolUse`` input had no ``turn_id`` yet) must not record a call's
+    pre under no run and its post under a turn, two records that never meet; so the
+    other events drop their run while the session's pre events come without one.
     """
+    if remember == "pre":
+        known = _note(book, "take_note", session_key, RUN_NOTE, now, keep=True)
+        if event.kind == "before":
+            marker = event.run or NO_RUN
+            if known != marker:
+                _note(book, "put_note", session_key, RUN_NOTE, marker, now)
+            return event.run
+        return None if known == NO_RUN else event.run
     if not remember:
         return event.run
     if not event.run:
@@ -212,7 +230,9 @@ def _run_of(
     return event.run
 
 
-def process(agent: str, event: HookEvent, guard: LoopGuard, *, remember_run: bool) -> Outcome:
+def process(
+    agent: str, event: HookEvent, guard: LoopGuard, *, remember_run: RememberRun
+) -> Outcome:
     """Run one event through the guard (see the module docstring); never raises.
 
     Args:
@@ -235,7 +255,7 @@ def process(agent: str, event: HookEvent, guard: LoopGuard, *, remember_run: boo
 
 
 def _process(
-    agent: str, session_key: str, event: HookEvent, guard: LoopGuard, remember_run: bool
+    agent: str, session_key: str, event: HookEvent, guard: LoopGuard, remember_run: RememberRun
 ) -> Outcome:
     from loopwatch.detectors.compaction import PostCompactionLoopPersistedError
 

@@ -27,7 +27,10 @@ from loopwatch.core._undefined import UNDEFINED
 from loopwatch.hooks._core import HookEvent, HookResult, Outcome, text
 
 AGENT: Final = "codex"
-REMEMBER_RUN: Final = False  # turn_id comes with every event
+#: turn_id comes with every event today; releases whose PreToolUse had none (the
+#: ``pre-tool-use.command.input`` schema of openai/codex @ 3be4afd3) still sent it with
+#: PostToolUse, so the pre events decide (see ``_core._run_of``).
+REMEMBER_RUN: Final = "pre"
 FAIL_OPEN: Final = HookResult("", 0)
 
 _KINDS: Final = {
