@@ -252,3 +252,29 @@ def test_codex_calls_are_one_record_each_whether_or_not_pre_carries_the_turn(
     assert len(history) == sum(reason is None for reason in reasons)
     assert {record.run_id for record in history} == {pre_turn}
     assert any(reasons)
+
+
+@pytest.mark.parametrize("pre_prompt", [None, "prompt-1"])
+def test_claude_code_calls_are_one_record_each_whatever_event_carries_prompt_id(
+    hooks: HookRunner, pre_prompt: str | None
+) -> None:
+    # The same rule for Claude Code's prompt_id: a call's post follows its pre.
+    reasons = []
+    for index in range(5):
+        call = f"toolu_{index}"
+        pre = json.loads(_claude("PreToolUse", call))
+        if pre_prompt:
+            pre["prompt_id"] = pre_prompt
+        reasons.append(denied("claude-code", hooks.inprocess("claude-code", json.dumps(pre))))
+        post = _claude(
+            "PostToolUse", call, prompt_id="prompt-1", tool_response=_bash_response("1 failed")
+        )
+        hooks.inprocess("claude-code", post)
+    store = hooks.store()
+    try:
+        history = store.history("claude-code:S", 0)
+    finally:
+        store.close()
+    assert len(history) == sum(reason is None for reason in reasons)
+    assert {record.run_id for record in history} == {pre_prompt}
+    assert any(reasons)

@@ -37,10 +37,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger("loopwatch.hooks")
 
 EventKind = Literal["before", "after", "compaction", "ignore"]
-#: How an agent's events get their run: as sent (``False``), the latest run of the
-#: session's pre events when an event has none (``True``), or as its pre events say
-#: (``"pre"``); see :func:`_run_of`.
-RememberRun = bool | Literal["pre"]
 
 #: Said in a deny when the guard blocked without a message (it always has one today).
 FALLBACK_BLOCK_REASON: Final = "loopwatch blocked this call: it repeats a loop with no progress."
@@ -199,40 +195,32 @@ def _note(book: NoteBook, op: str, *args: Any, **kwargs: Any) -> str | None:
 
 
 def _run_of(
-    book: NoteBook, session_key: str, event: HookEvent, now: float, remember: RememberRun
+    book: NoteBook, session_key: str, event: HookEvent, now: float, remember: bool
 ) -> str | None:
-    """The event's run, or the session's latest run when the host sent none.
+    """The run of an event: as its call's pre event said.
 
-    Hosts whose every event carries a turn id need no note (``remember=False``); a host
-    that sends it with tool events only (Claude Code's ``prompt_id``) has it remembered
-    by its pre events, for its other events (``True``). With ``"pre"`` the pre events
-    decide: a host whose pre events carry no run while its other events do (Codex
-    releases whose ``PreToolUse`` input had no ``turn_id`` yet) must not record a call's
-    pre under no run and its post under a turn, two records that never meet; so the
-    other events drop their run while the session's pre events come without one.
+    Hosts whose every event carries a turn id need no note (``remember=False``). Else
+    (``True``) the session's pre events leave their run in a note (when it changes),
+    and the other events follow it: one without a run takes the latest (Claude Code's
+    ``prompt_id`` may come with tool events only, not ``PreCompact``), and while the pre
+    events come without one, the others drop theirs (Codex releases whose
+    ``PreToolUse`` had no ``turn_id`` yet still sent it with ``PostToolUse``: a call's pre
+    under no run and its post under a turn would be two records that never meet).
     """
-    if remember == "pre":
-        known = _note(book, "take_note", session_key, RUN_NOTE, now, keep=True)
-        if event.kind == "before":
-            marker = event.run or NO_RUN
-            if known != marker:
-                _note(book, "put_note", session_key, RUN_NOTE, marker, now)
-            return event.run
-        return None if known == NO_RUN else event.run
     if not remember:
         return event.run
-    if not event.run:
-        return _note(book, "take_note", session_key, RUN_NOTE, now, keep=True)
+    known = _note(book, "take_note", session_key, RUN_NOTE, now, keep=True)
     if event.kind == "before":
-        known = _note(book, "take_note", session_key, RUN_NOTE, now, keep=True)
-        if known != event.run:
-            _note(book, "put_note", session_key, RUN_NOTE, event.run, now)
-    return event.run
+        marker = event.run or NO_RUN
+        if known != marker:
+            _note(book, "put_note", session_key, RUN_NOTE, marker, now)
+        return event.run
+    if known == NO_RUN:
+        return None
+    return event.run or known
 
 
-def process(
-    agent: str, event: HookEvent, guard: LoopGuard, *, remember_run: RememberRun
-) -> Outcome:
+def process(agent: str, event: HookEvent, guard: LoopGuard, *, remember_run: bool) -> Outcome:
     """Run one event through the guard (see the module docstring); never raises.
 
     Args:
@@ -255,7 +243,7 @@ def process(
 
 
 def _process(
-    agent: str, session_key: str, event: HookEvent, guard: LoopGuard, remember_run: RememberRun
+    agent: str, session_key: str, event: HookEvent, guard: LoopGuard, remember_run: bool
 ) -> Outcome:
     from loopwatch.detectors.compaction import PostCompactionLoopPersistedError
 

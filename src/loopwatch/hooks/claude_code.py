@@ -28,7 +28,8 @@ from loopwatch.core._undefined import UNDEFINED
 from loopwatch.hooks._core import HookEvent, HookResult, Outcome, text
 
 AGENT: Final = "claude-code"
-#: ``prompt_id`` may come with tool events only: remember it for ``PreCompact``.
+#: ``prompt_id`` may come with tool events only: remember it for ``PreCompact`` (and a
+#: call's post follows its pre, see ``_core._run_of``).
 REMEMBER_RUN: Final = True
 FAIL_OPEN: Final = HookResult("", 0)
 

@@ -30,7 +30,7 @@ AGENT: Final = "codex"
 #: turn_id comes with every event today; releases whose PreToolUse had none (the
 #: ``pre-tool-use.command.input`` schema of openai/codex @ 3be4afd3) still sent it with
 #: PostToolUse, so the pre events decide (see ``_core._run_of``).
-REMEMBER_RUN: Final = "pre"
+REMEMBER_RUN: Final = True
 FAIL_OPEN: Final = HookResult("", 0)
 
 _KINDS: Final = {
