@@ -3,6 +3,7 @@ UTF-8 (the real process, fed raw bytes as a host writes them)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -81,3 +82,29 @@ def test_a_byte_that_is_not_utf8_inside_a_payload_is_read_as_a_replacement(
     assert done.returncode == 0
     assert done.stdout.decode().strip() == ALLOW[agent]
     assert _records(hooks, f"{agent}:S") == 1
+
+
+def test_a_large_payload_is_guarded_and_one_over_the_limit_is_allowed_and_logged(
+    hooks: HookRunner,
+) -> None:
+    from loopwatch._hook_client import MAX_PAYLOAD_BYTES
+
+    post = json.loads(payload("claude-code", "post", session="S", call="c1"))
+    post["tool_response"]["stdout"] = "x" * (8 << 20)  # an 8 MiB test log
+    done = _run(
+        hooks, "claude-code", payload("claude-code", "pre", session="S", call="c1").encode()
+    )
+    assert done.returncode == 0
+    done = _run(hooks, "claude-code", json.dumps(post).encode())
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    store = hooks.store()
+    try:
+        (record,) = store.history("claude-code:S", 0)
+    finally:
+        store.close()
+    assert record.result_hash is not None  # a digest, not the 8 MiB
+    post["tool_response"]["stdout"] = "x" * (MAX_PAYLOAD_BYTES + 1)
+    done = _run(hooks, "claude-code", json.dumps(post).encode())
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    log = (hooks.state / "loopwatch" / "hook.log").read_text(encoding="utf-8")
+    assert "over 67108864 bytes, not read; allowing" in log

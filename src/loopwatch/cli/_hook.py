@@ -28,7 +28,8 @@ STATUS: Final = "status"
 #: The log file is started afresh (the old one kept as ``.1``) beyond this size.
 MAX_LOG_BYTES: Final = 1 << 20
 _LOG_FORMAT: Final = "%(asctime)s %(process)d %(name)s %(levelname)s %(message)s"
-#: Read at most this much of stdin: tool outputs can be large, but not unbounded.
+#: Read at most this much of stdin: tool outputs can be large, but not unbounded (the
+#: limit is the entry script's, :data:`loopwatch._hook_client.MAX_PAYLOAD_BYTES`).
 MAX_PAYLOAD_BYTES: Final = 64 << 20
 
 
@@ -103,8 +104,9 @@ def _setup_log() -> None:
 
 
 def _read_stdin() -> str:
-    data = sys.stdin.buffer.read(MAX_PAYLOAD_BYTES)
-    return data.decode("utf-8", errors="replace")
+    from loopwatch._hook_client import read_payload
+
+    return read_payload(sys.stdin.buffer)
 
 
 def _emit(stdout: str, stderr: str = "") -> None:

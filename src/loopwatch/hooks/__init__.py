@@ -21,6 +21,7 @@ import logging
 from types import ModuleType
 from typing import TYPE_CHECKING, Final
 
+from loopwatch._hook_client import MAX_PAYLOAD_BYTES, OVERSIZED
 from loopwatch.hooks._core import HookResult
 
 if TYPE_CHECKING:
@@ -83,6 +84,13 @@ def run_hook(agent: str, payload_text: str, guard: LoopGuard) -> HookResult:
         logger.warning("loopwatch hook: %s", exc)
         return UNKNOWN_AGENT
     fallback: HookResult = module.FAIL_OPEN
+    if payload_text == OVERSIZED:
+        logger.warning(
+            "loopwatch hook %s: the payload is over %d bytes, not read; allowing",
+            agent,
+            MAX_PAYLOAD_BYTES,
+        )
+        return fallback
     if payload_text.startswith(BOM):
         # cursor-agent writes a UTF-8 byte order mark before its JSON (DobermanCore/
         # Doberman-Core#576, from captured payloads); json.loads refuses one.
