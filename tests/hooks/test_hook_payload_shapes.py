@@ -278,3 +278,29 @@ def test_claude_code_calls_are_one_record_each_whatever_event_carries_prompt_id(
     assert len(history) == sum(reason is None for reason in reasons)
     assert {record.run_id for record in history} == {pre_prompt}
     assert any(reasons)
+
+
+def test_a_codex_mcp_result_flagged_is_error_is_recorded_as_an_error() -> None:
+    # Codex has no failure event; an MCP tool's tool_response is its CallToolResult as
+    # JSON (McpToolOutput::post_tool_use_response), isError set when the tool failed.
+    from loopwatch.hooks import codex
+
+    def outcome(response: object) -> tuple[object, object]:
+        event = codex.parse(
+            {
+                "hook_event_name": "PostToolUse",
+                "session_id": "S",
+                "tool_name": "mcp__db__query",
+                "tool_input": {"sql": "select 1"},
+                "tool_use_id": "c1",
+                "tool_response": response,
+            }
+        )
+        return event.result, event.error
+
+    failed = {"content": [{"type": "text", "text": "relation does not exist"}], "isError": True}
+    assert outcome(failed) == (UNDEFINED, "relation does not exist")
+    assert outcome({"content": [], "is_error": True}) == (UNDEFINED, "tool failed")
+    passed = {"content": [{"type": "text", "text": "1"}], "isError": False}
+    assert outcome(passed) == (passed, UNDEFINED)
+    assert outcome("plain output") == ("plain output", UNDEFINED)
