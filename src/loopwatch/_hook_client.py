@@ -49,13 +49,12 @@ VALUE_FLAGS = ("--store", "--config", "--profile")
 PROFILES = (None, "reference", "adaptive")
 MAX_PAYLOAD_BYTES = 64 << 20
 MAX_REPLY_BYTES = 64 << 20
-#: What a payload over ``MAX_PAYLOAD_BYTES`` is read as (``run_hook`` allows the call and
-#: logs why, rather than parse the cut-off text as broken JSON).
 OVERSIZED = "\x00loopwatch: the payload is over the read limit"
 
 
 def read_payload(stream: object) -> str:
-    """At most ``MAX_PAYLOAD_BYTES`` of ``stream`` as text, else :data:`OVERSIZED`."""
+    """``loopwatch.hooks.read_payload``: at most ``MAX_PAYLOAD_BYTES`` of ``stream`` as
+    text, else :data:`OVERSIZED`."""
     data: bytes = stream.read(MAX_PAYLOAD_BYTES + 1)  # type: ignore[attr-defined]
     if len(data) > MAX_PAYLOAD_BYTES:
         return OVERSIZED

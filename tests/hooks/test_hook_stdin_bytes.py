@@ -87,7 +87,7 @@ def test_a_byte_that_is_not_utf8_inside_a_payload_is_read_as_a_replacement(
 def test_a_large_payload_is_guarded_and_one_over_the_limit_is_allowed_and_logged(
     hooks: HookRunner,
 ) -> None:
-    from loopwatch._hook_client import MAX_PAYLOAD_BYTES
+    from loopwatch.hooks import MAX_PAYLOAD_BYTES
 
     post = json.loads(payload("claude-code", "post", session="S", call="c1"))
     post["tool_response"]["stdout"] = "x" * (8 << 20)  # an 8 MiB test log

@@ -28,8 +28,7 @@ STATUS: Final = "status"
 #: The log file is started afresh (the old one kept as ``.1``) beyond this size.
 MAX_LOG_BYTES: Final = 1 << 20
 _LOG_FORMAT: Final = "%(asctime)s %(process)d %(name)s %(levelname)s %(message)s"
-#: Read at most this much of stdin: tool outputs can be large, but not unbounded (the
-#: limit is the entry script's, :data:`loopwatch._hook_client.MAX_PAYLOAD_BYTES`).
+#: Read at most this much of stdin: tool outputs can be large, but not unbounded.
 MAX_PAYLOAD_BYTES: Final = 64 << 20
 
 
@@ -104,7 +103,7 @@ def _setup_log() -> None:
 
 
 def _read_stdin() -> str:
-    from loopwatch._hook_client import read_payload
+    from loopwatch.hooks import read_payload
 
     return read_payload(sys.stdin.buffer)
 

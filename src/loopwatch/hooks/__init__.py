@@ -19,9 +19,8 @@ import importlib
 import json
 import logging
 from types import ModuleType
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, BinaryIO, Final
 
-from loopwatch._hook_client import MAX_PAYLOAD_BYTES, OVERSIZED
 from loopwatch.hooks._core import HookResult
 
 if TYPE_CHECKING:
@@ -40,6 +39,23 @@ _MODULES: Final = {
 }
 #: A byte order mark some hosts put before the payload (read as UTF-8, it is U+FEFF).
 BOM: Final = "\ufeff"
+#: Read at most this much of stdin: tool outputs can be large, but not unbounded.
+MAX_PAYLOAD_BYTES: Final = 64 << 20
+#: What a payload over ``MAX_PAYLOAD_BYTES`` is read as: :func:`run_hook` allows the call
+#: and logs why, rather than parse the cut-off text as broken JSON (the entry script,
+#: :mod:`loopwatch._hook_client`, mirrors both).
+OVERSIZED: Final = "\x00loopwatch: the payload is over the read limit"
+
+
+def read_payload(stream: BinaryIO) -> str:
+    """At most ``MAX_PAYLOAD_BYTES`` of ``stream`` as text (bytes that are not UTF-8 as
+    U+FFFD), else :data:`OVERSIZED`."""
+    data = stream.read(MAX_PAYLOAD_BYTES + 1)
+    if len(data) > MAX_PAYLOAD_BYTES:
+        return OVERSIZED
+    return data.decode("utf-8", errors="replace")
+
+
 #: The answer for an agent loopwatch does not know: nothing on stdout, exit 0.
 UNKNOWN_AGENT: Final = HookResult("", 0)
 
@@ -165,4 +181,14 @@ def default_guard(
     return LoopGuard(openclaw_config=config, store=store, profile=chosen)  # type: ignore[arg-type]
 
 
-__all__ = ["AGENTS", "HookResult", "agent_module", "default_guard", "fail_open_result", "run_hook"]
+__all__ = [
+    "AGENTS",
+    "MAX_PAYLOAD_BYTES",
+    "OVERSIZED",
+    "HookResult",
+    "agent_module",
+    "default_guard",
+    "fail_open_result",
+    "read_payload",
+    "run_hook",
+]
