@@ -49,6 +49,16 @@ VALUE_FLAGS = ("--store", "--config", "--profile")
 PROFILES = (None, "reference", "adaptive")
 MAX_PAYLOAD_BYTES = 64 << 20
 MAX_REPLY_BYTES = 64 << 20
+OVERSIZED = "\x00loopwatch: the payload is over the read limit"
+
+
+def read_payload(stream: object) -> str:
+    """``loopwatch.hooks.read_payload``: at most ``MAX_PAYLOAD_BYTES`` of ``stream`` as
+    text, else :data:`OVERSIZED`."""
+    data: bytes = stream.read(MAX_PAYLOAD_BYTES + 1)  # type: ignore[attr-defined]
+    if len(data) > MAX_PAYLOAD_BYTES:
+        return OVERSIZED
+    return data.decode("utf-8", errors="replace")
 
 
 def _package_root() -> str:
@@ -220,7 +230,7 @@ def main(argv: list[str]) -> int:
         return cli_main(argv)
     payload: str | None
     try:
-        payload = sys.stdin.buffer.read(MAX_PAYLOAD_BYTES).decode("utf-8", errors="replace")
+        payload = read_payload(sys.stdin.buffer)
     except (OSError, ValueError):
         payload = None  # read again (and logged) by the in-process path
     if payload is not None:

@@ -453,3 +453,21 @@ def test_the_console_command_installs_and_uninstalls(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert not (tmp_path / ".cursor/hooks.json").exists()
+
+
+@pytest.mark.parametrize("agent", SETTINGS_AGENTS)
+def test_a_settings_file_with_a_byte_order_mark_is_edited_and_keeps_it(
+    places: Path, agent: str
+) -> None:
+    # A Windows editor may save settings.json with a UTF-8 BOM (json.loads refuses one).
+    path = places / EXPECTED_PATHS[(agent, "user")]
+    path.parent.mkdir(parents=True)
+    original = "\ufeff" + json.dumps({"theme": "dark"}, indent=4) + "\n"
+    path.write_text(original, encoding="utf-8")
+    assert main(["install", agent]) == 0
+    text = path.read_text(encoding="utf-8")
+    assert text.startswith("\ufeff{\n    ")  # the mark and the indentation kept
+    document = json.loads(text.removeprefix("\ufeff"))
+    assert document["theme"] == "dark" and document["hooks"]
+    assert main(["uninstall", agent]) == 0
+    assert path.read_text(encoding="utf-8") == original

@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loopwatch import _hook_client as entry
-from loopwatch import serve
+from loopwatch import hooks, serve
 from loopwatch.cli import _hook
 from loopwatch.cli._install import hook_argv
 from loopwatch.hooks import _paths
@@ -34,7 +34,8 @@ def test_the_mirrored_constants_agree_with_their_modules() -> None:
     assert entry.CLIENT_TIMEOUT_S == serve.CLIENT_TIMEOUT_S
     assert entry.STORE_ENV == _paths.STORE_ENV
     assert entry.VALUE_FLAGS == _hook._VALUE_FLAGS
-    assert entry.MAX_PAYLOAD_BYTES == _hook.MAX_PAYLOAD_BYTES
+    assert entry.MAX_PAYLOAD_BYTES == _hook.MAX_PAYLOAD_BYTES == hooks.MAX_PAYLOAD_BYTES
+    assert entry.OVERSIZED == hooks.OVERSIZED
 
 
 TOKENS = st.sampled_from(

@@ -244,12 +244,15 @@ def test_a_warning_waits_for_its_own_call_in_memory() -> None:
     assert told[:2] == ["", ""] and "WARNING" in told[2]
 
 
-def test_a_tool_the_user_interrupted_is_no_outcome(hooks: HookRunner) -> None:
-    hooks.inprocess("claude-code", payload("claude-code", "pre", session="I", call="c1"))
-    stopped = json.loads(payload("claude-code", "fail", session="I", call="c1"))
+@pytest.mark.parametrize("agent", ["claude-code", "cursor"])
+def test_a_tool_the_user_interrupted_is_no_outcome(hooks: HookRunner, agent: str) -> None:
+    # Both send is_interrupt with a failure (Cursor's postToolUseFailure as hook projects
+    # read it: failure_type, is_interrupt, error_message).
+    hooks.inprocess(agent, payload(agent, "pre", session="I", call="c1"))
+    stopped = json.loads(payload(agent, "fail", session="I", call="c1"))
     stopped["is_interrupt"] = True
-    assert hooks.inprocess("claude-code", json.dumps(stopped)) == ""
+    assert hooks.inprocess(agent, json.dumps(stopped)) == ALLOW[agent]
     store = hooks.store()
-    (record,) = store.history("claude-code:I", time.time())
+    (record,) = store.history(f"{agent}:I", time.time())
     store.close()
     assert record.result_hash is None  # still pending: neither a result nor an error

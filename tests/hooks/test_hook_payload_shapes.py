@@ -212,3 +212,95 @@ def test_a_short_cursor_context_is_left_whole() -> None:
     event = HookEvent(kind="after", name="postToolUse", session="S", tool="Shell")
     answer = cursor.render(event, Outcome(warning="w", end_run="e"))
     assert json.loads(answer.stdout) == {"additional_context": "w\n\ne"}
+
+
+def _codex(kind: str, call: str, *, turn: str | None) -> str:
+    data = json.loads(
+        (DATA / "codex" / f"{kind}.json")
+        .read_text(encoding="utf-8")
+        .replace("@SESSION@", "S")
+        .replace("@CALL@", call)
+        .replace("@COMMAND@", "make test")
+    )
+    if turn is None:
+        del data["turn_id"]
+    else:
+        data["turn_id"] = turn
+    return json.dumps(data)
+
+
+@pytest.mark.parametrize("pre_turn", [None, "turn-1"])
+def test_codex_calls_are_one_record_each_whether_or_not_pre_carries_the_turn(
+    hooks: HookRunner, pre_turn: str | None
+) -> None:
+    # Codex releases whose PreToolUse input had no turn_id yet (openai/codex
+    # codex-rs/hooks/schema/generated/pre-tool-use.command.input.schema.json @ 3be4afd3)
+    # still sent it with PostToolUse: the pre recorded the call under no run, the post
+    # added a second record under the turn, and the loop was never seen.
+    reasons = []
+    for index in range(5):
+        call = f"call_{index}"
+        reasons.append(
+            denied("codex", hooks.inprocess("codex", _codex("PreToolUse", call, turn=pre_turn)))
+        )
+        hooks.inprocess("codex", _codex("PostToolUse", call, turn="turn-1"))
+    store = hooks.store()
+    try:
+        history = store.history("codex:S", 0)
+    finally:
+        store.close()
+    assert len(history) == sum(reason is None for reason in reasons)
+    assert {record.run_id for record in history} == {pre_turn}
+    assert any(reasons)
+
+
+@pytest.mark.parametrize("pre_prompt", [None, "prompt-1"])
+def test_claude_code_calls_are_one_record_each_whatever_event_carries_prompt_id(
+    hooks: HookRunner, pre_prompt: str | None
+) -> None:
+    # The same rule for Claude Code's prompt_id: a call's post follows its pre.
+    reasons = []
+    for index in range(5):
+        call = f"toolu_{index}"
+        pre = json.loads(_claude("PreToolUse", call))
+        if pre_prompt:
+            pre["prompt_id"] = pre_prompt
+        reasons.append(denied("claude-code", hooks.inprocess("claude-code", json.dumps(pre))))
+        post = _claude(
+            "PostToolUse", call, prompt_id="prompt-1", tool_response=_bash_response("1 failed")
+        )
+        hooks.inprocess("claude-code", post)
+    store = hooks.store()
+    try:
+        history = store.history("claude-code:S", 0)
+    finally:
+        store.close()
+    assert len(history) == sum(reason is None for reason in reasons)
+    assert {record.run_id for record in history} == {pre_prompt}
+    assert any(reasons)
+
+
+def test_a_codex_mcp_result_flagged_is_error_is_recorded_as_an_error() -> None:
+    # Codex has no failure event; an MCP tool's tool_response is its CallToolResult as
+    # JSON (McpToolOutput::post_tool_use_response), isError set when the tool failed.
+    from loopwatch.hooks import codex
+
+    def outcome(response: object) -> tuple[object, object]:
+        event = codex.parse(
+            {
+                "hook_event_name": "PostToolUse",
+                "session_id": "S",
+                "tool_name": "mcp__db__query",
+                "tool_input": {"sql": "select 1"},
+                "tool_use_id": "c1",
+                "tool_response": response,
+            }
+        )
+        return event.result, event.error
+
+    failed = {"content": [{"type": "text", "text": "relation does not exist"}], "isError": True}
+    assert outcome(failed) == (UNDEFINED, "relation does not exist")
+    assert outcome({"content": [], "is_error": True}) == (UNDEFINED, "tool failed")
+    passed = {"content": [{"type": "text", "text": "1"}], "isError": False}
+    assert outcome(passed) == (passed, UNDEFINED)
+    assert outcome("plain output") == ("plain output", UNDEFINED)

@@ -103,8 +103,9 @@ def _setup_log() -> None:
 
 
 def _read_stdin() -> str:
-    data = sys.stdin.buffer.read(MAX_PAYLOAD_BYTES)
-    return data.decode("utf-8", errors="replace")
+    from loopwatch.hooks import read_payload
+
+    return read_payload(sys.stdin.buffer)
 
 
 def _emit(stdout: str, stderr: str = "") -> None:

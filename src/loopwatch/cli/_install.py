@@ -14,7 +14,9 @@ docs or source, 2026-12):
   ``name`` and a ``timeout`` in milliseconds; ``hooks.enabled`` etc. are reserved keys, and
   releases where hooks were experimental also want ``hooksConfig.enabled`` (not written).
 - Cursor: ``~/.cursor/hooks.json`` or ``.cursor/hooks.json``, ``{"version": 1, "hooks":
-  {"preToolUse": [{"command": …}]}}`` (flat entries, no matcher groups).
+  {"preToolUse": [{"command": …}]}}`` (flat entries, no matcher groups). Cursor also runs
+  the Claude Code hooks of Claude's settings files; the Claude Code hook recognises
+  Cursor's payloads (:mod:`loopwatch.hooks._cursor_origin`).
 - OpenCode: a plugin file in ``~/.config/opencode/plugins/`` or ``.opencode/plugins/``,
   where 1.x and 2.x both load ``*.js`` files at start (the file serves both plugin APIs;
   2.x's config key is ``plugins``, 1.x's ``plugin``: neither is needed for these folders).
@@ -32,7 +34,6 @@ import argparse
 import contextlib
 import copy
 import os
-import re
 import shlex
 import sys
 from collections.abc import Callable
@@ -42,6 +43,7 @@ from typing import Any, Final, Literal
 
 from loopwatch.config.files import load_config_file
 from loopwatch.errors import ConfigError
+from loopwatch.hooks._commands import ENTRY_SCRIPT, is_loopwatch_command
 
 from ._install_files import (
     BACKUP_SUFFIX,
@@ -82,6 +84,16 @@ NOTE_GEMINI: Final = (
     '`"hooksConfig": {"enabled": true}` in settings.json (older ones: `tools.enableHooks`).\n'
 )
 NOTE_OPENCODE: Final = "loopwatch: OpenCode loads the plugin at its next start.\n"
+NOTE_CLAUDE_IN_CURSOR: Final = (
+    "loopwatch: Cursor runs Claude Code's hooks too (its third-party hooks): this hook "
+    "guards Cursor's calls as `loopwatch hook cursor` does, and leaves them to that hook "
+    "when it is installed, so a call is counted once.\n"
+)
+NOTE_CURSOR: Final = (
+    "loopwatch: Cursor also runs the Claude Code hooks of ~/.claude/settings.json and "
+    ".claude/settings.json; loopwatch's Claude Code hook leaves Cursor's calls to this one, "
+    "so a call is counted once.\n"
+)
 
 Style = Literal["groups", "flat", "plugin"]
 
@@ -135,6 +147,7 @@ AGENT_SPECS: Final[dict[str, AgentSpec]] = {
         project_file=lambda root: root / ".claude" / "settings.json",
         handler=_command_handler,
         skeleton=dict,
+        note=NOTE_CLAUDE_IN_CURSOR,
     ),
     "codex": AgentSpec(
         name="codex",
@@ -164,6 +177,7 @@ AGENT_SPECS: Final[dict[str, AgentSpec]] = {
         project_file=lambda root: root / ".cursor" / "hooks.json",
         handler=_cursor_handler,
         skeleton=lambda: {"version": 1},
+        note=NOTE_CURSOR,
     ),
     "opencode": AgentSpec(
         name="opencode",
@@ -184,10 +198,6 @@ AGENT_SPECS: Final[dict[str, AgentSpec]] = {
 
 
 # --- the hook command ---------------------------------------------------------------------
-
-
-#: The installed command's entry script, in the ``loopwatch`` package (see its docstring).
-ENTRY_SCRIPT: Final = "_hook_entry.py"
 
 
 def entry_script() -> Path | None:
@@ -223,23 +233,6 @@ def hook_argv(agent: str, config_file: str | None = None) -> list[str]:
 def hook_command(agent: str, config_file: str | None = None) -> str:
     """:func:`hook_argv` as one shell command line (the settings files want a string)."""
     return shlex.join(hook_argv(agent, config_file))
-
-
-def is_loopwatch_command(command: object, agent: str) -> bool:
-    """Whether a handler's command runs ``loopwatch hook <agent>`` (so it is ours): the
-    ``loopwatch`` executable, ``-m loopwatch.cli`` or the entry script
-    (``.../loopwatch/_hook_entry.py``), then ``hook <agent>``."""
-    if not isinstance(command, str):
-        return False
-    pattern = (
-        r"(?:(?:^|[\s/\\'\"])loopwatch(?:\.exe)?(?:\.cli)?"
-        r"|[/\\]loopwatch[/\\]"
-        + re.escape(ENTRY_SCRIPT)
-        + r")['\"]?\s+hook\s+"
-        + re.escape(agent)
-        + r"(?=$|[\s'\"])"
-    )
-    return re.search(pattern, command) is not None
 
 
 def _is_ours(handler: object, agent: str) -> bool:

@@ -42,6 +42,11 @@ class InstallError(Exception):
     """A settings file loopwatch must not touch, or cannot read or write."""
 
 
+#: A byte order mark a Windows editor may have put at the start of a settings file: read
+#: past it, and kept when the file is written again.
+BOM: Final = "\ufeff"
+
+
 def _indent_of(text: str) -> int:
     match = re.match(r"\s*\{\s*?\n([ ]+)\S", text)
     return len(match.group(1)) if match else 2
@@ -49,8 +54,9 @@ def _indent_of(text: str) -> int:
 
 def render_json(document: dict[str, Any], original: str | None) -> str:
     """The document as the file's text, indented like the original (default 2)."""
-    indent = _indent_of(original) if original else 2
-    return json.dumps(document, indent=indent, ensure_ascii=False) + "\n"
+    indent = _indent_of(original.removeprefix(BOM)) if original else 2
+    mark = BOM if original and original.startswith(BOM) else ""
+    return mark + json.dumps(document, indent=indent, ensure_ascii=False) + "\n"
 
 
 def read_text(path: Path) -> str | None:
@@ -69,6 +75,8 @@ def parse_settings(path: Path, text: str | None, spec: AgentSpec) -> dict[str, A
     Raises:
         InstallError: not JSON, or not an object at the top.
     """
+    if text is not None:
+        text = text.removeprefix(BOM)
     if text is None or not text.strip():
         return spec.skeleton()
     try:

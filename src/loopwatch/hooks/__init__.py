@@ -9,6 +9,8 @@ Each call is a new process, so the session's history lives in a store that outli
 through the guard, answer in the host's own contract. It never raises: anything that
 goes wrong (bad JSON, an unknown event, a broken store) is logged and answered with the
 host's "no opinion", so a loopwatch failure never blocks a tool call by accident.
+Cursor runs Claude Code's hooks too: a Cursor payload given to the Claude Code hook is read
+and answered as Cursor's, once (:mod:`loopwatch.hooks._cursor_origin`).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import importlib
 import json
 import logging
 from types import ModuleType
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, BinaryIO, Final
 
 from loopwatch.hooks._core import HookResult
 
@@ -35,6 +37,25 @@ _MODULES: Final = {
     "cursor": "loopwatch.hooks.cursor",
     "opencode": "loopwatch.hooks.opencode",
 }
+#: A byte order mark some hosts put before the payload (read as UTF-8, it is U+FEFF).
+BOM: Final = "\ufeff"
+#: Read at most this much of stdin: tool outputs can be large, but not unbounded.
+MAX_PAYLOAD_BYTES: Final = 64 << 20
+#: What a payload over ``MAX_PAYLOAD_BYTES`` is read as: :func:`run_hook` allows the call
+#: and logs why, rather than parse the cut-off text as broken JSON (the entry script,
+#: :mod:`loopwatch._hook_client`, mirrors both).
+OVERSIZED: Final = "\x00loopwatch: the payload is over the read limit"
+
+
+def read_payload(stream: BinaryIO) -> str:
+    """At most ``MAX_PAYLOAD_BYTES`` of ``stream`` as text (bytes that are not UTF-8 as
+    U+FFFD), else :data:`OVERSIZED`."""
+    data = stream.read(MAX_PAYLOAD_BYTES + 1)
+    if len(data) > MAX_PAYLOAD_BYTES:
+        return OVERSIZED
+    return data.decode("utf-8", errors="replace")
+
+
 #: The answer for an agent loopwatch does not know: nothing on stdout, exit 0.
 UNKNOWN_AGENT: Final = HookResult("", 0)
 
@@ -79,6 +100,17 @@ def run_hook(agent: str, payload_text: str, guard: LoopGuard) -> HookResult:
         logger.warning("loopwatch hook: %s", exc)
         return UNKNOWN_AGENT
     fallback: HookResult = module.FAIL_OPEN
+    if payload_text == OVERSIZED:
+        logger.warning(
+            "loopwatch hook %s: the payload is over %d bytes, not read; allowing",
+            agent,
+            MAX_PAYLOAD_BYTES,
+        )
+        return fallback
+    if payload_text.startswith(BOM):
+        # cursor-agent writes a UTF-8 byte order mark before its JSON (DobermanCore/
+        # Doberman-Core#576, from captured payloads); json.loads refuses one.
+        payload_text = payload_text[len(BOM) :]
     try:
         payload = json.loads(payload_text)
     except (ValueError, TypeError) as exc:
@@ -88,6 +120,17 @@ def run_hook(agent: str, payload_text: str, guard: LoopGuard) -> HookResult:
         logger.warning("loopwatch hook %s: the payload is not a JSON object", agent)
         return fallback
     try:
+        if agent == "claude-code":
+            from loopwatch.hooks import _cursor_origin as origin
+
+            if origin.sent_by_cursor(payload):
+                # Cursor runs Claude Code's hooks too: its payload, its answers, and its
+                # own loopwatch hook (when installed) counts the call (see the module).
+                agent, module = "cursor", agent_module("cursor")
+                fallback = module.FAIL_OPEN
+                if origin.cursor_hook_installed(payload):
+                    return fallback
+                payload = origin.as_cursor_payload(payload)
         from loopwatch.hooks._core import process
 
         event = module.parse(payload)
@@ -138,4 +181,14 @@ def default_guard(
     return LoopGuard(openclaw_config=config, store=store, profile=chosen)  # type: ignore[arg-type]
 
 
-__all__ = ["AGENTS", "HookResult", "agent_module", "default_guard", "fail_open_result", "run_hook"]
+__all__ = [
+    "AGENTS",
+    "MAX_PAYLOAD_BYTES",
+    "OVERSIZED",
+    "HookResult",
+    "agent_module",
+    "default_guard",
+    "fail_open_result",
+    "read_payload",
+    "run_hook",
+]

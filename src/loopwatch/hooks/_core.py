@@ -42,6 +42,8 @@ EventKind = Literal["before", "after", "compaction", "ignore"]
 FALLBACK_BLOCK_REASON: Final = "loopwatch blocked this call: it repeats a loop with no progress."
 #: Note keys: the run of a session (for events without a run id), a call's warning.
 RUN_NOTE: Final = "run"
+#: The run note of a session whose pre events carry no run (see :func:`_run_of`).
+NO_RUN: Final = "\x00"
 WARNING_NOTE: Final = "warn:"
 #: Notes kept by the in-process note book (``memory://`` stores, ``loopwatch serve``).
 MAX_MEMORY_NOTES: Final = 4096
@@ -195,21 +197,27 @@ def _note(book: NoteBook, op: str, *args: Any, **kwargs: Any) -> str | None:
 def _run_of(
     book: NoteBook, session_key: str, event: HookEvent, now: float, remember: bool
 ) -> str | None:
-    """The event's run, or the session's latest run when the host sent none.
+    """The run of an event: as its call's pre event said.
 
-    Hosts whose every event carries a turn id need no note (``remember=False``); a host
-    that sends it with tool events only (Claude Code's ``prompt_id``) has it remembered
-    by its pre events, for its other events.
+    Hosts whose every event carries a turn id need no note (``remember=False``). Else
+    (``True``) the session's pre events leave their run in a note (when it changes),
+    and the other events follow it: one without a run takes the latest (Claude Code's
+    ``prompt_id`` may come with tool events only, not ``PreCompact``), and while the pre
+    events come without one, the others drop theirs (Codex releases whose
+    ``PreToolUse`` had no ``turn_id`` yet still sent it with ``PostToolUse``: a call's pre
+    under no run and its post under a turn would be two records that never meet).
     """
     if not remember:
         return event.run
-    if not event.run:
-        return _note(book, "take_note", session_key, RUN_NOTE, now, keep=True)
+    known = _note(book, "take_note", session_key, RUN_NOTE, now, keep=True)
     if event.kind == "before":
-        known = _note(book, "take_note", session_key, RUN_NOTE, now, keep=True)
-        if known != event.run:
-            _note(book, "put_note", session_key, RUN_NOTE, event.run, now)
-    return event.run
+        marker = event.run or NO_RUN
+        if known != marker:
+            _note(book, "put_note", session_key, RUN_NOTE, marker, now)
+        return event.run
+    if known == NO_RUN:
+        return None
+    return event.run or known
 
 
 def process(agent: str, event: HookEvent, guard: LoopGuard, *, remember_run: bool) -> Outcome:

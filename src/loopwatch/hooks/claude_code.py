@@ -9,6 +9,11 @@ one the user interrupted, ``is_interrupt``, is no outcome and is skipped).
 ``prompt_id``, when the host sends it, is the run; ``agent_id`` (set inside a sub-agent)
 gives the sub-agent's calls a history of their own.
 
+Cursor runs these hooks too, with its own payloads (``cursor_version``,
+``conversation_id``, camelCase event names): :func:`loopwatch.hooks.run_hook` hands such a
+payload to the Cursor hook's reading and answer, or leaves it to loopwatch's Cursor hook
+when that one is installed (:mod:`loopwatch.hooks._cursor_origin`).
+
 Answers (exit 0, JSON on stdout): a block is ``hookSpecificOutput.permissionDecision:
 "deny"`` with the reason (shown to Claude); a warning is ``additionalContext`` of the post
 event; a loop that survived a compaction ends the run with ``continue: false``.
@@ -23,7 +28,8 @@ from loopwatch.core._undefined import UNDEFINED
 from loopwatch.hooks._core import HookEvent, HookResult, Outcome, text
 
 AGENT: Final = "claude-code"
-#: ``prompt_id`` may come with tool events only: remember it for ``PreCompact``.
+#: ``prompt_id`` may come with tool events only: remember it for ``PreCompact`` (and a
+#: call's post follows its pre, see ``_core._run_of``).
 REMEMBER_RUN: Final = True
 FAIL_OPEN: Final = HookResult("", 0)
 

@@ -9,7 +9,8 @@ failed command is a ``tool_response`` like any other. For ``Bash`` (and ``apply_
 it is a plain string, the command's output as the model sees it (``ExecCommandToolOutput::
 post_tool_use_response`` in ``codex-rs/core/src/tools/context.rs``: no exit code, no
 ``Wall time`` header), so a failure and a success with the same output are one outcome;
-an MCP tool's is its ``CallToolResult`` (``content`` parts).
+an MCP tool's is its ``CallToolResult`` (``content`` parts), and one with ``isError:
+true`` is recorded as the error it is (its text parts).
 
 Answers: ``PreToolUse`` may only deny, with a non-empty reason (``ask``, a bare
 ``allow`` and ``continue: false`` are rejected, which lets the call run), so an allow is
@@ -27,7 +28,10 @@ from loopwatch.core._undefined import UNDEFINED
 from loopwatch.hooks._core import HookEvent, HookResult, Outcome, text
 
 AGENT: Final = "codex"
-REMEMBER_RUN: Final = False  # turn_id comes with every event
+#: turn_id comes with every event today; releases whose PreToolUse had none (the
+#: ``pre-tool-use.command.input`` schema of openai/codex @ 3be4afd3) still sent it with
+#: PostToolUse, so the pre events decide (see ``_core._run_of``).
+REMEMBER_RUN: Final = True
 FAIL_OPEN: Final = HookResult("", 0)
 
 _KINDS: Final = {
@@ -38,9 +42,35 @@ _KINDS: Final = {
 }
 
 
+def _outcome(response: object) -> tuple[object, object]:
+    """``(result, error)`` of a ``tool_response``: an MCP ``CallToolResult`` flagged
+    ``isError`` (a tool that failed: Codex has no failure event) is the error its text
+    parts say; anything else is the result. (``McpToolOutput::post_tool_use_response``
+    sends the ``CallToolResult`` as JSON, ``codex-rs/core/src/tools/context.rs``.)"""
+    if not isinstance(response, dict) or True not in (
+        response.get("isError"),
+        response.get("is_error"),
+    ):
+        return response, UNDEFINED
+    content = response.get("content")
+    parts = content if isinstance(content, list) else []
+    said = "\n".join(
+        part["text"]
+        for part in parts
+        if isinstance(part, dict)
+        and part.get("type") == "text"
+        and isinstance(part.get("text"), str)
+    )
+    return UNDEFINED, said or "tool failed"
+
+
 def parse(payload: dict[str, Any]) -> HookEvent:
     """The event in a Codex hook payload (``ignore`` for events loopwatch skips)."""
     name = text(payload, "hook_event_name") or ""
+    result: object = UNDEFINED
+    error: object = UNDEFINED
+    if name == "PostToolUse":
+        result, error = _outcome(payload.get("tool_response"))
     return HookEvent(
         kind=_KINDS.get(name, "ignore"),  # type: ignore[arg-type]
         name=name,
@@ -49,7 +79,8 @@ def parse(payload: dict[str, Any]) -> HookEvent:
         tool=text(payload, "tool_name"),
         params=payload.get("tool_input"),
         call_id=text(payload, "tool_use_id"),
-        result=payload.get("tool_response") if name == "PostToolUse" else UNDEFINED,
+        result=result,
+        error=error,
         agent=text(payload, "agent_id"),
     )
 

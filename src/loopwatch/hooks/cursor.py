@@ -5,7 +5,9 @@ carries ``conversation_id`` (the session), ``generation_id`` (the run: one answe
 one prompt), ``hook_event_name``; ``preToolUse`` adds ``tool_name``, ``tool_input`` and
 the call's id (``tool_use_id``); ``postToolUse`` adds the output (``tool_output``, read
 also as ``tool_response`` / ``result_json``); ``postToolUseFailure`` the error
-(``error_message`` or ``error``); ``preCompact`` arms the guard.
+(``error_message`` or ``error``, with ``failure_type`` ``error`` / ``timeout`` /
+``permission_denied`` and ``is_interrupt``: a tool the user interrupted is no outcome and is
+skipped, as for Claude Code); ``preCompact`` arms the guard.
 
 Answers: ``{"permission": "deny", "user_message": ..., "agent_message": ...}`` blocks;
 a warning is ``additional_context`` of the post event. Cursor has no documented way for a
@@ -69,8 +71,11 @@ def parse(payload: dict[str, Any]) -> HookEvent:
         result = next((payload[k] for k in _RESULT_KEYS if k in payload), UNDEFINED)
     elif name == "postToolUseFailure":
         error = text(payload, "error_message", "error") or payload.get("error") or "tool failed"
+    kind = _KINDS.get(name, "ignore")
+    if name == "postToolUseFailure" and payload.get("is_interrupt") is True:
+        kind = "ignore"  # the user stopped the tool: no outcome, and no failure loop
     return HookEvent(
-        kind=_KINDS.get(name, "ignore"),  # type: ignore[arg-type]
+        kind=kind,  # type: ignore[arg-type]
         name=name,
         session=text(payload, "conversation_id", "session_id"),
         run=text(payload, "generation_id"),
