@@ -29,7 +29,7 @@ EXEMPT: Final = re.compile(r"<!-- snippet not run: (?P<reason>.+?) -->")
 #: Python blocks elsewhere in the README, by section, and why they are not run here.
 EXEMPT_SECTIONS: Final = {
     "## Quick start": "fragments of the host's own loop (tool, args, run_tool are the host's)",
-    "## Configuration": "reads the host's own openclaw.json5 (tests/core/test_config_files.py loads such files)",
+    "## Configuration": "reads the host's own openclaw.json5 (as tests/core/test_config_files.py)",
     "## Two profiles: `reference` and `adaptive`": "constructor alternatives, no calls",
     "## Many workers: state on Redis": "needs a Redis server (tests/stores cover it)",
     "## Coding agents: `loopwatch hook`": (
