@@ -352,9 +352,7 @@ def test_the_profile_decodes_as_record_from_history(
     ]
     decoded = profile._decoded(window, None)
     assert decoded == [
-        record_from_history(
-            r.tool_name, r.args_hash, r.result_hash, r.adaptive_facts, profile.config
-        )
+        record_from_history(r.tool_name, r.args_hash, r.result_hash, r.facts, profile.config)
         for r in window
     ]
 
