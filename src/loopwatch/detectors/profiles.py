@@ -217,7 +217,7 @@ class AdaptiveProfile(DetectorProfile):
         self._normalizers = normalizers
         self._thinking = self.config.all_thinking_tools
         #: This guard's read-only judgements of shell commands, by command text.
-        self._reads = adaptive.progress.ReadOnlyMemo(self.config.all_read_only_commands)
+        self._reads = adaptive.shell_text.ReadOnlyMemo(self.config.all_read_only_commands)
         #: Decoded adaptive records by record content key (see :meth:`_decoded`).
         self._decoded_memo: dict[Hashable, Any] = {}
         #: The newest record :meth:`outcome_facts` built, with its facts: the history record
