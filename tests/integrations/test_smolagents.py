@@ -248,3 +248,28 @@ def test_code_agents_sharing_tools_each_guard_their_own_calls() -> None:
     assert {tool.name: tool.forward for tool in shared} == originals
     with pytest.raises(TypeError, match="already guarded"):
         guard_agent(agent, guard)
+
+
+def test_a_code_agent_reads_the_warning_of_a_failing_tool() -> None:
+    # The code's error is what a CodeAgent's model reads: the warning rides on it, and the
+    # error keeps its type (before, the warning of a failing call was never shown).
+    guard, events = make_guard()
+    tools = Tools()
+    code = "print(flaky_read(path='notes.txt'))"
+    agent = guard_agent(
+        CodeAgent(
+            tools=smol_tools(tools),
+            model=_CodeModel(code, times=25),
+            max_steps=30,
+            verbosity_level=0,
+        ),
+        guard,
+    )
+    agent.run("Summarise notes.txt")
+    read = observations(agent)
+
+    assert tools.runs["flaky_read"] == 20
+    assert blocks(events) == 5
+    warned = [r for r in read if str(BY_NAME["failing"].warning) in r]
+    assert len(warned) == 1
+    assert f"RuntimeError: {FAILURE}" in warned[0]

@@ -25,7 +25,9 @@ What :func:`guard_agent` does (SPEC §11):
 * A ``CodeAgent`` calls its tools from the code the model writes: its tools are replaced
   by copies whose ``forward`` is guarded (the tool objects you passed are left alone, so
   one ``@tool`` can serve many agents, each with its own guard and session; calls of
-  missing tools are Python errors of the code).
+  missing tools are Python errors of the code). A failing tool's error reaches the code
+  again, of its own type, with an emitted warning appended to its message (left as it
+  was when its type cannot be rebuilt from one message).
 
 A ``guard.tool`` function inside a tool, with the same guard and session, passes its calls
 through: each call is guarded and recorded once.
@@ -172,6 +174,17 @@ class _Guarded:
         return result if warning is None else f"{_observation(result)}{WARNING_SEPARATOR}{warning}"
 
 
+def _with_warning(error: Exception, warning: str) -> Exception | None:
+    """``error`` again, of its own type, its message followed by ``warning`` (``None``
+    when its type cannot be rebuilt from a message)."""
+    text = f"{error}{WARNING_SEPARATOR}{warning}"
+    try:
+        again = type(error)(text)
+    except Exception:
+        return None
+    return again if str(again) == text else None
+
+
 #: Set on the guarded copy of a ``CodeAgent`` tool: the tool it guards.
 _INNER: Final = "_loopwatch_inner"
 
@@ -203,7 +216,12 @@ def _guard_tool(
         except Exception as exc:
             tc.error(exc)
             tc.finish()
-            raise
+            again = None if tc.warning is None else _with_warning(exc, tc.warning)
+            if again is None:
+                raise
+            # The model reads the code's error as "<type>: <message>": the same error,
+            # its message followed by the warning.
+            raise again from exc
         tc.result(_observation(result))
         tc.finish()
         warning = tc.warning
