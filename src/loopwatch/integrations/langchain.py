@@ -30,6 +30,12 @@ private state keys (``loopwatch_session``, ``loopwatch_run``) that the middlewar
 the agent's state. Pass ``session_key=`` (a string or a callable taking the request) to
 choose the session yourself.
 
+LangGraph's prebuilt ``create_react_agent`` takes no middleware: give
+:meth:`~LoopGuardMiddleware.wrap_tool_call` / ``awrap_tool_call`` to its ``ToolNode``
+(``ToolNode(tools, wrap_tool_call=..., awrap_tool_call=...)``). ``before_agent`` does not
+run there, so without a thread the session is the id of the conversation's first message;
+the model-call hooks do not run either (no batch admission, no stream guard, no summary).
+
 Parallel tool calls: the calls of one model message are admitted together in
 ``wrap_model_call`` (``guard.before_batch``, when the guard has it): identical calls of
 one turn count as the repeats they are, and one critical blocks them all. When the stream
@@ -50,7 +56,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Annotated, Any, Final, TypeAlias
 
 from langchain.agents.middleware import (
@@ -216,6 +222,19 @@ def _latest_summary_id(messages: Sequence[AnyMessage]) -> str | None:
     return None
 
 
+def _conversation(state: Mapping[str, Any]) -> str | None:
+    """The session of a graph that never ran :meth:`LoopGuardMiddleware.before_agent` (its
+    hooks given to a ``ToolNode``, as in ``create_react_agent``) and has no thread: the
+    id of the conversation's first message (LangGraph gives every message one), so each
+    conversation is a session of its own instead of none (a ``None`` session skips the
+    guard)."""
+    messages = state.get("messages")
+    if not isinstance(messages, Sequence) or not messages:
+        return None
+    first = getattr(messages[0], "id", None)
+    return f"langgraph:{first}" if first else None
+
+
 @dataclasses.dataclass
 class _Turn:
     """What screening one model answer found: calls to decide or record after it."""
@@ -274,7 +293,9 @@ class LoopGuardMiddleware(AgentMiddleware[LoopwatchState, Any, Any]):
         info = request.runtime.execution_info if request.runtime is not None else None
         thread = info.thread_id if info is not None and info.thread_id else None
         session = resolve_id(
-            self._session_key, request, default=thread or state.get(SESSION_STATE_KEY)
+            self._session_key,
+            request,
+            default=thread or state.get(SESSION_STATE_KEY) or _conversation(state),
         )
         run = info.run_id if info is not None and info.run_id else state.get(RUN_STATE_KEY)
         return session, run
