@@ -378,3 +378,20 @@ def test_create_react_agent_each_conversation_is_its_own_session() -> None:
     for _ in range(2):
         threaded.invoke(GO, config)
     assert len(guard.history(session_key="t-1")) == 8
+
+
+def test_the_scripted_model_makes_parallel_calls() -> None:
+    # loopwatch.testing.langchain_model honours LoopScript.per_turn (it made one call a
+    # message): a turn of 3 identical calls is admitted as one batch, 19 runs, not 20.
+    from loopwatch.testing import langchain_model, loop_script
+
+    guard, events = make_guard(config={"enabled": True})
+    counter = Counter()
+    agent = create_agent(
+        langchain_model(loop_script(times=25, per_turn=3)),
+        tools=[read_tool(counter)],
+        middleware=[LoopGuardMiddleware(guard)],
+    )
+    agent.invoke(GO, RUN_CONFIG)
+    assert counter.calls == 19
+    assert sum(e.type == "tool.execution.blocked" for e in events) == 6

@@ -400,3 +400,31 @@ async def test_without_the_formatter_the_model_reads_the_sdk_text() -> None:
 def test_the_formatter_needs_a_guarded_agent() -> None:
     with pytest.raises(ValueError, match="guard_agent"):
         tool_error_formatter(Agent(name="plain"))
+
+
+def test_the_scripted_model_makes_parallel_calls() -> None:
+    # loopwatch.testing.openai_agents_model honours LoopScript.per_turn (it made one call a
+    # response): a turn of 3 identical calls is admitted as one batch, 19 runs, not 20.
+    from loopwatch.testing import loop_script, openai_agents_model
+
+    events: list[Any] = []
+    runs: list[str] = []
+
+    @function_tool
+    def read_file(path: str) -> str:
+        """Read a file."""
+        runs.append(path)
+        return "the notes"
+
+    agent = guard_agent(
+        Agent(
+            name="reader",
+            model=openai_agents_model(loop_script(times=25, per_turn=3)),
+            tools=[read_file],
+        ),
+        LoopGuard({"enabled": True}, listeners=[events.append]),
+        session_key="thread-1",
+    )
+    Runner.run_sync(agent, "go", max_turns=30)
+    assert len(runs) == 19
+    assert sum(e.type == "tool.execution.blocked" for e in events) == 6
