@@ -428,3 +428,37 @@ def test_the_scripted_model_makes_parallel_calls() -> None:
     Runner.run_sync(agent, "go", max_turns=30)
     assert len(runs) == 19
     assert sum(e.type == "tool.execution.blocked" for e in events) == 6
+
+
+async def test_the_tools_of_the_agents_mcp_servers_are_guarded() -> None:
+    # Agent(mcp_servers=[...]): the SDK lists the servers' tools at each turn, as function
+    # tools the guarded copy never held, so they ran unguarded (30 of 30 calls reached
+    # the server). The copy now guards them as they are listed.
+    import pathlib
+    import sys
+
+    from agents.mcp import MCPServerStdio
+
+    from loopwatch.testing import loop_script, openai_agents_model
+
+    server_script = pathlib.Path(__file__).with_name("mcp_echo_server.py")
+    events: list[Any] = []
+    params: Any = {"command": sys.executable, "args": [str(server_script)]}
+    async with MCPServerStdio(params=params, cache_tools_list=True) as server:
+        agent = guard_agent(
+            Agent(
+                name="reader",
+                model=openai_agents_model(loop_script(args={"path": "notes.txt"}, times=25)),
+                mcp_servers=[server],
+            ),
+            LoopGuard({"enabled": True}, listeners=[events.append]),
+            session_key="thread-1",
+        )
+        result = await Runner.run(agent, "go", max_turns=30)
+        ran = await server.call_tool("stats", {})
+
+    outputs = [str(i.output) for i in result.new_items if i.type == "tool_call_output_item"]
+    assert ran.content[0].text == "20"  # type: ignore[union-attr]
+    assert texts.GENERIC_WARNING.format(tool="read_file", count=10) in outputs[10]
+    assert outputs[20] == texts.GENERIC_CRITICAL.format(tool="read_file", count=20)
+    assert sum(e.type == "tool.execution.blocked" for e in events) == 5

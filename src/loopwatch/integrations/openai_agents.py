@@ -57,8 +57,10 @@ guard and session, passes its calls through: they are guarded and recorded once.
 ``on_critical="recover"`` rejects the first critical of a run with a recovery message and
 ends the run (``LoopDetectedRunError``) at the second.
 
-Not covered, by the SDK's design: tools of hosted MCP servers and of handoff targets
-(guard those agents too). The SDK has no compaction hook for tools: when you compact a
+The tools of the agent's own MCP servers (``Agent(mcp_servers=[...])``) are function tools
+the SDK lists at each turn: the copy guards them as they are listed. Not covered, by the
+SDK's design: tools of hosted MCP servers (``HostedMCPTool``, run by OpenAI) and of handoff
+targets (guard those agents too). The SDK has no compaction hook for tools: when you compact a
 session (for example ``OpenAIResponsesCompactionSession.run_compaction``) and run again,
 call ``guard.compaction_retry(session_key=..., run_id=...)``. The guarded copy's failure
 policy is no longer the SDK's *default* one, so ``RunConfig.tool_error_formatter`` is
@@ -588,7 +590,8 @@ def guard_agent(
     warn_model: bool = True,
     on_critical: OnCritical = "block_call",
 ) -> Agent[TContext]:
-    """A copy of ``agent`` whose every function tool is guarded by ``guard``.
+    """A copy of ``agent`` whose every function tool, and every tool of its MCP servers
+    (``mcp_servers=``), is guarded by ``guard``.
 
     Args:
         agent: the agent; it is not changed.
@@ -610,9 +613,18 @@ def guard_agent(
         warn_model=warn_model,
         on_critical=on_critical,
     )
-    return agent.clone(
+    guarded = agent.clone(
         tools=guardrails.apply_all(agent.tools), hooks=_GuardHooks(guardrails, agent.hooks)
     )
+    # The tools of the agent's MCP servers (``mcp_servers=``) are listed at each turn, as
+    # function tools the copy never held: they are guarded as they are listed.
+    fetch = guarded.get_mcp_tools
+
+    async def get_mcp_tools(run_context: RunContextWrapper[TContext]) -> list[Tool]:
+        return guardrails.apply_all(await fetch(run_context))
+
+    setattr(guarded, "get_mcp_tools", get_mcp_tools)  # noqa: B010  (mypy: a method)
+    return guarded
 
 
 class _GuardHooks(AgentHooks[Any]):
