@@ -302,16 +302,17 @@ def test_program_calls_are_told_apart() -> None:
 
 @pytest.mark.parametrize(
     ("session_key", "runs"),
-    [(None, 21), (lambda ctx: ctx.context["thread_id"], 18)],
+    [(None, 18), (lambda ctx: ctx.context["thread_id"], 18)],
     ids=["group-id-only", "session-key"],
 )
-async def test_with_tracing_off_a_session_key_admits_a_response_as_one_batch(
+async def test_with_tracing_off_a_response_is_admitted_as_one_batch(
     session_key: Any, runs: int
 ) -> None:
-    # The README's note: with tracing off, only the tool guardrails see RunConfig.group_id,
-    # so the calls of one response are decided one by one (21 of 30 identical calls run,
-    # three per response); a session_key callable taking the run context restores the
-    # batch (18 run: the seventh response is blocked whole). Default thresholds (20).
+    # With tracing off, only the tool guardrails see RunConfig.group_id, not the hook that
+    # reads each response: the calls of one response were decided one by one (21 of 30
+    # identical calls ran, three per response). Now the first of them to reach its input
+    # guardrail admits them all, as a session_key callable taking the run context lets the
+    # hook do (18 run: the seventh response is blocked whole). Default thresholds (20).
     guard = LoopGuard({"enabled": True})
     counter = Counter()
     steps = [
