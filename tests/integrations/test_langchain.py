@@ -395,3 +395,33 @@ def test_the_scripted_model_makes_parallel_calls() -> None:
     agent.invoke(GO, RUN_CONFIG)
     assert counter.calls == 19
     assert sum(e.type == "tool.execution.blocked" for e in events) == 6
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+async def test_create_react_agent_admits_a_message_s_calls_as_one_turn(asynchronous: bool) -> None:
+    # A bare ToolNode has no model hook to admit a message's calls together: they were
+    # decided one by one (20 runs sync, 21 async, of 25 identical calls 3 a message). The
+    # first of them to reach the tool hooks now admits them all (19, as create_agent).
+    from langgraph.prebuilt import ToolNode, create_react_agent
+
+    from loopwatch.testing import langchain_model, loop_script
+
+    guard, events = make_guard(config={"enabled": True})
+    counter = Counter()
+    middleware = LoopGuardMiddleware(guard)
+    node = ToolNode(
+        [read_tool(counter)],
+        wrap_tool_call=middleware.wrap_tool_call,
+        awrap_tool_call=middleware.awrap_tool_call,
+    )
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        agent = create_react_agent(langchain_model(loop_script(times=25, per_turn=3)), tools=node)
+    if asynchronous:
+        await agent.ainvoke(GO, RUN_CONFIG)
+    else:
+        agent.invoke(GO, RUN_CONFIG)
+    assert counter.calls == 19
+    assert sum(e.type == "tool.execution.blocked" for e in events) == 6

@@ -34,7 +34,8 @@ LangGraph's prebuilt ``create_react_agent`` takes no middleware: give
 :meth:`~LoopGuardMiddleware.wrap_tool_call` / ``awrap_tool_call`` to its ``ToolNode``
 (``ToolNode(tools, wrap_tool_call=..., awrap_tool_call=...)``). ``before_agent`` does not
 run there, so without a thread the session is the id of the conversation's first message;
-the model-call hooks do not run either (no batch admission, no stream guard, no summary).
+the model-call hooks do not run either (no stream guard, no summary), so the first call of
+a model message to reach the tool hooks admits the message's calls as one batch.
 
 Parallel tool calls: the calls of one model message are admitted together in
 ``wrap_model_call`` (``guard.before_batch``, when the guard has it): identical calls of
@@ -54,7 +55,9 @@ messages; ``create_agent``'s default lets them through.)
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import threading
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Annotated, Any, Final, TypeAlias
@@ -285,6 +288,12 @@ class LoopGuardMiddleware(AgentMiddleware[LoopwatchState, Any, Any]):
         self._streams = StreamGuards(guard, max_sessions=max_sessions)
         self._summaries: SessionCache[str] = SessionCache(max_sessions)
         self._admissions = Admissions(max_sessions)
+        # The model messages a bare ToolNode's calls were admitted by (see
+        # _tool_node_turn): True once admitted, or the admission under way (async).
+        self._tool_node_turns: SessionCache[bool | asyncio.Future[bool]] = SessionCache(
+            max_sessions
+        )
+        self._turn_lock = threading.Lock()
 
     # --- sessions and runs -----------------------------------------------------------------
 
@@ -336,12 +345,40 @@ class LoopGuardMiddleware(AgentMiddleware[LoopwatchState, Any, Any]):
         tc = self._admissions.take(self._call(call, session, run))
         return tc, _ToolMessages(call["name"], call.get("id"), unknown=request.tool is None)
 
+    def _tool_node_turn(self, request: ToolCallRequest) -> tuple[str, list[ToolCall]] | None:
+        """The calls of the model message this call came in, when the hooks were given to
+        a bare ``ToolNode`` (no ``before_agent``, so no ``wrap_model_call`` admitted them):
+        a key for the message and its calls, or ``None``."""
+        state = request.state if isinstance(request.state, dict) else {}
+        if state.get(RUN_STATE_KEY):
+            return None  # create_agent: the model hook admitted the turn
+        call_id = request.tool_call.get("id")
+        messages = state.get("messages")
+        if not call_id or not isinstance(messages, Sequence):
+            return None
+        for message in reversed(messages):
+            calls = message.tool_calls if isinstance(message, AIMessage) else []
+            if any(call.get("id") == call_id for call in calls):
+                if len(calls) < 2:
+                    return None
+                session, run = self._ids(request)
+                key = "\x00".join([str(session), *(str(call.get("id")) for call in calls)])
+                return key, [self._call(call, session, run) for call in calls]
+        return None
+
     def wrap_tool_call(
         self,
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], ToolAnswer],
     ) -> ToolAnswer:
         """Guard one tool call (see the module docs)."""
+        turn = self._tool_node_turn(request)
+        if turn is not None:
+            # A ToolNode runs a message's calls in threads: the first admits them all.
+            with self._turn_lock:
+                if self._tool_node_turns.get(turn[0]) is None:
+                    self._tool_node_turns.put(turn[0], True)
+                    self._admissions.admit(self.guard, turn[1])
         tc, translator = self._prepare(request)
         return guarded_call(tc, lambda: handler(request), translator)
 
@@ -351,6 +388,13 @@ class LoopGuardMiddleware(AgentMiddleware[LoopwatchState, Any, Any]):
         handler: Callable[[ToolCallRequest], Awaitable[ToolAnswer]],
     ) -> ToolAnswer:
         """Async twin of :meth:`wrap_tool_call`."""
+        turn = self._tool_node_turn(request)
+        if turn is not None:
+            admitting = self._tool_node_turns.get(turn[0])
+            if not isinstance(admitting, asyncio.Future):
+                admitting = asyncio.ensure_future(self._admissions.aadmit(self.guard, turn[1]))
+                self._tool_node_turns.put(turn[0], admitting)
+            await asyncio.shield(admitting)
         tc, translator = self._prepare(request)
         return await aguarded_call(tc, lambda: handler(request), translator)
 
