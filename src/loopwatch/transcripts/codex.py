@@ -15,7 +15,8 @@ chunks whose ``outcome`` is an exit code or a timeout), ``apply_patch_call``
 them is a call the model made, so a file that holds them has them counted: leaving them
 out would report a loop of them as nothing. Outcomes are ``function_call_output`` and
 ``custom_tool_call_output`` (``call_id``, ``output``: a string, or a list of content
-items). An ``output`` object with ``"success": false`` is a failure. Codex itself never
+items); a ``local_shell_call_output`` has no ``call_id`` and names its call by ``id``.
+An ``output`` object with ``"success": false`` is a failure. Codex itself never
 writes that flag into a rollout (its ``FunctionCallOutputPayload`` serialises as the bare
 string or content items), so a failed command shows only as the exit code in the text it
 formats for the model: ``{"output", "metadata": {"exit_code"}}`` (the ``shell`` tool),
@@ -255,6 +256,9 @@ class ItemReader:
     def __init__(self, book: CallBook) -> None:
         self.book = book
         self._group: list[CallDraft] = []
+        #: A call item's own ``id`` → its ``call_id``: a ``local_shell_call_output`` names
+        #: the call it answers by ``id`` alone (it has no ``call_id`` field).
+        self._item_ids: dict[str, str] = {}
 
     def _close_group(self) -> None:
         if len(self._group) > 1:
@@ -274,6 +278,9 @@ class ItemReader:
             draft = self.book.call(None, name, args, call_id, line=line)
             if draft is None:
                 return
+            item_id = item.get("id")
+            if isinstance(item_id, str) and call_id is not None and item_id != call_id:
+                self._item_ids[item_id] = call_id
             self._group.append(draft)
             if kind == "mcp_call" and call_id is not None:
                 self.book.pending.pop(call_id, None)
@@ -287,7 +294,10 @@ class ItemReader:
             return
         self._close_group()
         if kind in OUTPUT_TYPES:
-            draft = self.book.answer(item.get("call_id"))
+            answers = item.get("call_id")
+            if answers is None and isinstance(item.get("id"), str):
+                answers = self._item_ids.get(str(item["id"]), item["id"])
+            draft = self.book.answer(answers)
             if draft is not None:
                 output = item.get("tools") if kind == "tool_search_output" else item.get("output")
                 result, error = _item_outcome(kind, item, output)

@@ -3,7 +3,13 @@
 The shape is the Chat Completions one: an ``assistant`` message carries ``tool_calls``, each
 ``{"id", "type": "function", "function": {"name", "arguments"}}`` with ``arguments`` a JSON
 *string*; the result is a later ``{"role": "tool", "tool_call_id", "content"}`` message. The
-legacy ``function_call`` / ``{"role": "function", "name"}`` pair is read too.
+legacy ``function_call`` / ``{"role": "function", "name"}`` pair is read too, and so are
+custom tool calls (``{"id", "type": "custom", "custom": {"name", "input"}}``, free-text
+input replayed as ``{"input": ...}``).
+
+- OpenAI-compatible servers that give calls no id (Gemini's endpoint and LM Studio send
+  ``"id": ""``) answer them in order: a tool message without a ``tool_call_id`` answers
+  the oldest id-less call still waiting.
 
 - Arguments that are not valid JSON are replayed as the raw string (what the model sent).
 - The result is the tool message's ``content`` as the model saw it (a string or a list of
@@ -51,6 +57,21 @@ def _fail(path: str, line: int | None, number: int, reason: str) -> TranscriptEr
     return TranscriptError(path, line, f"message {number}: {reason}")
 
 
+def _custom_call(
+    raw: Mapping[str, object], path: str, line: int | None, number: int
+) -> tuple[str, object, str | None]:
+    """A custom tool call (``{"type": "custom", "custom": {"name", "input"}}``): free text.
+
+    The arguments are ``{"input": ...}``, as for a Responses ``custom_tool_call``, so one
+    call reads the same whichever API recorded it.
+    """
+    custom = raw.get("custom")
+    name = custom.get("name") if isinstance(custom, Mapping) else None
+    if not isinstance(custom, Mapping) or not isinstance(name, str):
+        raise _fail(path, line, number, 'a custom tool call needs a string "custom.name"')
+    return name, {"input": custom.get("input", "")}, optional_id(raw.get("id"), path, line, "id")
+
+
 def message_tool_calls(
     message: Mapping[str, object], path: str, line: int | None, number: int
 ) -> list[tuple[str, object, str | None]]:
@@ -61,6 +82,9 @@ def message_tool_calls(
         if not isinstance(raw_calls, list):
             raise _fail(path, line, number, '"tool_calls" must be a list')
         for raw in raw_calls:
+            if isinstance(raw, Mapping) and raw.get("type") == "custom":
+                calls.append(_custom_call(raw, path, line, number))
+                continue
             function = raw.get("function") if isinstance(raw, Mapping) else None
             if not isinstance(raw, Mapping) or not isinstance(function, Mapping):
                 raise _fail(path, line, number, 'a tool call needs a "function" object')
@@ -112,7 +136,13 @@ def add_openai_messages(
                 if draft is not None and not call_id:
                     legacy_pending.append(draft)
         elif role == "tool":
-            target = book.answer(value.get("tool_call_id"))
+            answers = value.get("tool_call_id")
+            if not answers and legacy_pending:
+                # Servers that give calls no id (some OpenAI-compatible ones send "" or
+                # none) answer them in order: the oldest call without an id.
+                target: CallDraft | None = legacy_pending.pop(0)
+            else:
+                target = book.answer(answers)
             if target is not None:
                 content = value.get("content")
                 if failed is not None and failed(content):

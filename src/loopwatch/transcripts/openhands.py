@@ -121,9 +121,12 @@ def is_sdk_event(value: object) -> bool:
 
 def is_event(value: object) -> bool:
     """Whether a JSON value is one OpenHands event (of the V0 stream or the V1 SDK)."""
+    # A V0 action or observation is named by a string. Responses API items have an
+    # ``action`` object and an ``id`` too (``web_search_call``, ``computer_call``,
+    # ``local_shell_call``): read as events, their calls would vanish from the scan.
     return is_sdk_event(value) or (
         isinstance(value, Mapping)
-        and ("action" in value or "observation" in value)
+        and (isinstance(value.get("action"), str) or isinstance(value.get("observation"), str))
         and ("id" in value or "source" in value or "timestamp" in value)
     )
 
