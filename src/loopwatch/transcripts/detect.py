@@ -21,7 +21,8 @@ other way round):
    ``projectHash`` header → Gemini CLI (JSONL sessions); a Claude Code record
    (``sessionId``, ``parentUuid``, ``user`` / ``assistant`` / ``summary`` types) → Claude
    Code; a Responses item → Responses; ``role`` + ``message`` → Cursor; a bare ``role`` →
-   chat messages, one a line.
+   chat messages, one a line. A stream that reads as Claude Code SDK output but holds
+   ``tool_call`` events is the Cursor CLI's (``--output-format stream-json``).
 3. Not JSON at all, but a first line ``user:`` / ``assistant:``: a Cursor plain-text
    agent transcript.
 
@@ -52,6 +53,7 @@ from loopwatch.transcripts.codex import (
 from loopwatch.transcripts.cursor import (
     is_cursor_line,
     is_cursor_text,
+    is_stream_call,
     read_cursor,
     read_cursor_text,
 )
@@ -413,12 +415,18 @@ def parse_text(text: str, *, path: str = "<text>", format: FormatName | None = N
     if first is None:
         return Transcript(path=path, format=format or "loopwatch", runs=(Run(None, ""),))
     detected = format or _detect_lines(text, path, first)
+    if detected == "claude-code-sdk" and format is None and _has_cursor_calls(text, path):
+        detected = "cursor"  # the Cursor CLI streams Claude's events, but its own calls
     if detected is not None:
         read = _line_read(detected, text, path)
         if read is not None:
             return _transcript(path, detected, read)
     fmt, read = _read_chat(list(json_lines(text, path)), path, detected)
     return _transcript(path, fmt, read)
+
+
+def _has_cursor_calls(text: str, path: str) -> bool:
+    return any(is_stream_call(value) for _line, value in json_lines(text, path))
 
 
 def _reads_as_document(document: object, text: str) -> bool:
