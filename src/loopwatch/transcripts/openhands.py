@@ -5,17 +5,22 @@ An OpenHands run is a list of events. An *action* is ``{"id", "timestamp", "sour
 ..., "args": {...}, "tool_call_metadata": {"function_name", "tool_call_id",
 "model_response": {"id", ...}, "total_calls_in_response"}}``; an *observation* answers an
 action: ``{"id", "observation": "run" | "read" | "error" | ..., "content", "extras",
-"cause": <the action's id>}``.
+"cause": <the action's id>}``. A file edit that failed is no ``error`` observation: the
+editor answers with an ``edit`` (or ``read``) observation whose content opens with
+``ERROR:`` and a newline (``No replacement was performed, old_str ... did not appear
+verbatim``).
 
 - The calls are the agent's actions that carry ``tool_call_metadata`` (the model's tool
   calls; ``system``, ``message`` and ``recall`` events do not). A stream without any
   metadata (CodeAct before function calling) counts the agent's tool actions instead.
-- The call replayed is the action name (``run``, ``edit``, ...) with its ``args``; the
-  result is the observation's ``content``. An ``error`` observation is a failure, and so
+- The call replayed is the action name (``run``, ``edit``, ...) with its ``args``, less
+  the ``thought`` (the model's text before the call, not a tool parameter); the result is
+  the observation's ``content``. An ``error`` observation is a failure, and so
   is a ``run`` observation whose command exited non-zero (``extras.metadata.exit_code``;
   ``extras.exit_code`` in older streams): OpenHands records no other error flag for a
   failed command, so without it a command failing the same way again and again would
-  read as one succeeding.
+  read as one succeeding. So is an ``edit`` or ``read`` observation that opens with the
+  editor's ``ERROR:`` line (an edit retried with the same wrong ``old_str`` is the loop).
 - A ``condensation`` action (the memory condenser dropped history) arms the
   post-compaction guard.
 - Calls from one model response (same ``model_response.id``) form a batch.
@@ -148,12 +153,32 @@ def _exit_code(extras: object) -> int | None:
     return code if isinstance(code, int) and not isinstance(code, bool) else None
 
 
+#: How OpenHands' file editor (``_execute_file_editor`` in the runtime's action execution
+#: server) opens the content of an ``edit`` or ``read`` observation it could not carry
+#: out: an ``old_str`` not found, a path that does not exist, a bad ``view_range``.
+EDITOR_ERROR: Final = "ERROR:\n"
+
+
 def _failed(observation: Mapping[str, object]) -> bool:
-    """Whether an observation reports a failure: an ``error`` one, or a non-zero exit."""
-    if observation.get("observation") == "error":
+    """Whether an observation reports a failure: an ``error`` one, a file edit or read the
+    editor refused, or a non-zero exit."""
+    kind = observation.get("observation")
+    if kind == "error":
+        return True
+    content = observation.get("content")
+    if kind in ("edit", "read") and isinstance(content, str) and content.startswith(EDITOR_ERROR):
         return True
     code = _exit_code(observation.get("extras"))
     return code is not None and code != 0
+
+
+def _v0_arguments(args: object) -> object:
+    """An action's ``args`` without its ``thought``: the text the model wrote before the
+    call (OpenHands puts it on the first action of a response), not a parameter of the
+    tool. It differs on each repeat of one edit, and would hide the loop."""
+    if not isinstance(args, Mapping) or "thought" not in args:
+        return args
+    return {key: value for key, value in args.items() if key != "thought"}
 
 
 def _batch_key(event: Mapping[str, object]) -> str | None:
@@ -308,8 +333,9 @@ def add_events(
             )
             if not is_call:
                 continue
-            args = event.get("args", {})
-            draft = book.call(run_id, action, args, None, line=line if line else number)
+            draft = book.call(
+                run_id, action, _v0_arguments(event.get("args", {})), None, line=line or number
+            )
             if draft is None:
                 continue
             if "id" in event:
