@@ -11,8 +11,9 @@ other way round):
    ``messages``. A list is tau-bench results (tasks with ``traj``), tau2-bench simulations,
    an OpenHands event stream, Claude Code SDK records (``type`` + ``message``), Responses
    items, Gemini contents, or chat messages. Chat messages are OpenAI's (``tool_calls``,
-   role ``tool``), Cline's (user text blocks ``[tool for '...'] Result:``) or Anthropic's
-   (``tool_use`` blocks).
+   role ``tool``), Cline's (user text blocks ``[tool for '...'] Result:``, or the
+   ``<environment_details>`` block Cline and Roo Code append) or Anthropic's (``tool_use``
+   blocks).
 2. Otherwise JSONL, decided by the first non-blank line: ``tool`` / ``event`` → loopwatch
    JSONL; ``traceSchema: openclaw-trajectory`` → OpenClaw trajectory; a Codex envelope
    (``session_meta``, ``response_item``, ...) or legacy header → Codex; ``traj`` →
@@ -123,6 +124,11 @@ def _text_of(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
+#: The block Cline and Roo Code append to every user message (their native tool protocol
+#: leaves no other mark of the host in the conversation).
+_CLINE_ENVIRONMENT: Final = "<environment_details>"
+
+
 def _is_cline(message: Mapping[str, object]) -> bool:
     if message.get("role") != "user":
         return False
@@ -132,7 +138,9 @@ def _is_cline(message: Mapping[str, object]) -> bool:
         if not isinstance(block, Mapping):
             continue
         text = block.get("text") if block.get("type") != "tool_result" else block.get("content")
-        if isinstance(text, str) and CLINE_RESULT.match(text) is not None:
+        if isinstance(text, str) and (
+            CLINE_RESULT.match(text) is not None or text.startswith(_CLINE_ENVIRONMENT)
+        ):
             return True
     return False
 
