@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from loopwatch import UNDEFINED
-from loopwatch.transcripts import ReplayCall, parse_text, read_transcript
+from loopwatch.transcripts import NotATranscript, ReplayCall, parse_text, read_transcript
 
 
 def _use(call_id: str, name: str, params: dict[str, str]) -> dict[str, object]:
@@ -131,3 +131,19 @@ def test_other_json_results_are_not_roo_failures(content: str) -> None:
     ]
     [call] = _calls(messages)
     assert call.result == content and call.error is UNDEFINED
+
+
+def test_a_cline_ui_log_is_named_as_such_not_read_as_zero_calls() -> None:
+    """``ui_messages.json`` (ClineMessage items) read as OpenAI chat with 0 calls."""
+    ui_log = [
+        {"ts": 1772619120000, "type": "say", "say": "text", "text": "Rename the key"},
+        {
+            "ts": 1772619123000,
+            "type": "ask",
+            "ask": "tool",
+            "text": '{"tool":"readFile","path":"src/config.ts"}',
+        },
+        {"ts": 1772619124000, "type": "say", "say": "api_req_started", "text": "{}"},
+    ]
+    with pytest.raises(NotATranscript, match=r"api_conversation_history\.json"):
+        parse_text(json.dumps(ui_log, indent=1), path="ui_messages.json")

@@ -27,7 +27,8 @@ other way round):
 3. Not JSON at all, but a first line ``user:`` / ``assistant:``: a Cursor plain-text
    agent transcript.
 
-Valid JSON of any other shape is :class:`NotATranscript`, naming its top-level keys.
+Valid JSON of any other shape is :class:`NotATranscript`, naming its top-level keys, and so
+is a Cline / Roo Code ``ui_messages.json`` (its calls are in the task's API history).
 """
 
 from __future__ import annotations
@@ -172,6 +173,25 @@ def _read_chat(
     if flavour in ("anthropic", "cline"):
         return flavour, read_anthropic_messages(messages, path, xml_tools=flavour == "cline")
     return flavour, read_openai_messages(messages, path)
+
+
+def _is_cline_ui_log(document: object) -> bool:
+    """Whether a JSON list is a Cline / Roo Code ``ui_messages.json`` (``ClineMessage``
+    items: ``{"ts", "type": "ask" | "say", ...}``)."""
+    if not isinstance(document, list) or not document:
+        return False
+    return all(
+        isinstance(item, Mapping) and "ts" in item and item.get("type") in ("ask", "say")
+        for item in document
+    )
+
+
+#: Why a named ``ui_messages.json`` is not scanned: the task's calls are in the API
+#: history beside it, which this log only echoes for display.
+CLINE_UI_LOG: Final = (
+    "a Cline / Roo Code UI log (ui_messages.json): scan api_conversation_history.json "
+    "beside it, which holds the calls"
+)
 
 
 def _keys(document: object) -> str:
@@ -405,6 +425,8 @@ def parse_text(text: str, *, path: str = "<text>", format: FormatName | None = N
     if format is not None and format not in FORMATS:
         raise ValueError(f"unknown transcript format {format!r}")
     document, document_error = _whole_document(text, path)
+    if format is None and _is_cline_ui_log(document):
+        raise NotATranscript(path, None, CLINE_UI_LOG)
     if document is not None and _reads_as_document(document, text):
         found = _document_read(document, path, format)
         if found is not None:
