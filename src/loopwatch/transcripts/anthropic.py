@@ -244,10 +244,7 @@ class _BlockMatcher:
             drafts = self._last_drafts + drafts
         self._last_key = message_key
         self._last_drafts = drafts
-        if len(drafts) > 1:
-            batch = drafts[0].batch or self.book.batch_for(len(drafts))
-            for draft in drafts:
-                draft.batch = batch
+        self.book.mark_batch(drafts)
 
     def _forget(self, draft: CallDraft) -> None:
         queue = self.by_name.get(draft.tool)

@@ -311,10 +311,7 @@ class ItemReader:
         self._item_ids: dict[str, str] = {}
 
     def _close_group(self) -> None:
-        if len(self._group) > 1:
-            batch = self.book.batch_for(len(self._group))
-            for draft in self._group:
-                draft.batch = batch
+        self.book.mark_batch(self._group)
         self._group = []
 
     def item(self, item: Mapping[str, object], path: str, line: int | None) -> None:

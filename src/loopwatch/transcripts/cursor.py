@@ -157,10 +157,7 @@ class _StreamCalls:
             draft.result, draft.error = outcome
 
     def finish(self) -> None:
-        for drafts in self.batches.values():
-            batch = self.book.batch_for(len(drafts))
-            for draft in drafts:
-                draft.batch = batch
+        self.book.mark_batches(self.batches)
 
 
 def read_cursor_stream(lines: Iterable[tuple[int, object]], path: str) -> Read:
@@ -236,9 +233,7 @@ class _TextCalls:
 
     def close_group(self) -> None:
         self.close_call()
-        batch = self.book.batch_for(len(self.group))
-        for draft in self.group:
-            draft.batch = batch
+        self.book.mark_batch(self.group)
         self.group = []
 
     def call(self, name: str, line: int) -> None:

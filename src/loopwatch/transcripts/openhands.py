@@ -236,15 +236,6 @@ def _settle(draft: CallDraft, text: object, failed: bool) -> None:
         draft.result = text
 
 
-def _mark_batches(book: CallBook, batches: Mapping[str, Sequence[CallDraft]]) -> None:
-    """The calls of one model response (more than one) share a batch."""
-    for drafts in batches.values():
-        if len(drafts) > 1:
-            batch = book.batch_for(len(drafts))
-            for draft in drafts:
-                draft.batch = batch
-
-
 def _add_sdk_events(
     events: Sequence[object], path: str, book: CallBook, run_id: str | None, line: int | None
 ) -> None:
@@ -294,7 +285,7 @@ def _add_sdk_events(
                 continue
             text, failed = _sdk_outcome(event.get("observation"))
             _settle(draft_for, text, failed)
-    _mark_batches(book, batches)
+    book.mark_batches(batches)  # the calls of one model response
 
 
 def add_events(
@@ -351,7 +342,7 @@ def add_events(
                     book.unmatched += 1  # answers no action of this stream
                 continue
             _settle(draft_for, event.get("content", ""), _failed(event))
-    _mark_batches(book, batches)
+    book.mark_batches(batches)  # the calls of one model response
 
 
 def read_openhands_events(events: Sequence[object], path: str) -> Read:
