@@ -28,7 +28,8 @@ other way round):
    agent transcript.
 
 Valid JSON of any other shape is :class:`NotATranscript`, naming its top-level keys, and so
-is a Cline / Roo Code ``ui_messages.json`` (its calls are in the task's API history).
+are a Cline / Roo Code ``ui_messages.json`` and a Gemini CLI ``logs.json`` (their calls
+are in the task's API history, the session's chats).
 """
 
 from __future__ import annotations
@@ -175,23 +176,43 @@ def _read_chat(
     return flavour, read_openai_messages(messages, path)
 
 
-def _is_cline_ui_log(document: object) -> bool:
-    """Whether a JSON list is a Cline / Roo Code ``ui_messages.json`` (``ClineMessage``
-    items: ``{"ts", "type": "ask" | "say", ...}``)."""
-    if not isinstance(document, list) or not document:
-        return False
-    return all(
-        isinstance(item, Mapping) and "ts" in item and item.get("type") in ("ask", "say")
-        for item in document
-    )
-
-
 #: Why a named ``ui_messages.json`` is not scanned: the task's calls are in the API
 #: history beside it, which this log only echoes for display.
 CLINE_UI_LOG: Final = (
     "a Cline / Roo Code UI log (ui_messages.json): scan api_conversation_history.json "
     "beside it, which holds the calls"
 )
+#: Why a named Gemini CLI ``logs.json`` is not scanned: it holds the user's prompts only.
+GEMINI_PROMPT_LOG: Final = (
+    "a Gemini CLI prompt log (logs.json, the user's prompts only): scan the session files "
+    "in chats/ beside it, which hold the calls"
+)
+
+
+def _side_log(document: object) -> str | None:
+    """Why a JSON list is a host's side log rather than a transcript, or ``None``.
+
+    A Cline / Roo Code ``ui_messages.json`` holds ``ClineMessage`` items (``{"ts",
+    "type": "ask" | "say", ...}``); a Gemini CLI ``logs.json`` holds ``LogEntry`` items
+    (``{"sessionId", "messageId", "timestamp", "type", "message"}``). Read as chat
+    messages, either was an understood file with 0 calls.
+    """
+    if not isinstance(document, list) or not document:
+        return None
+    if all(
+        isinstance(item, Mapping) and "ts" in item and item.get("type") in ("ask", "say")
+        for item in document
+    ):
+        return CLINE_UI_LOG
+    if all(
+        isinstance(item, Mapping)
+        and "sessionId" in item
+        and "messageId" in item
+        and isinstance(item.get("message"), str)
+        for item in document
+    ):
+        return GEMINI_PROMPT_LOG
+    return None
 
 
 def _keys(document: object) -> str:
@@ -425,8 +446,9 @@ def parse_text(text: str, *, path: str = "<text>", format: FormatName | None = N
     if format is not None and format not in FORMATS:
         raise ValueError(f"unknown transcript format {format!r}")
     document, document_error = _whole_document(text, path)
-    if format is None and _is_cline_ui_log(document):
-        raise NotATranscript(path, None, CLINE_UI_LOG)
+    side_log = _side_log(document) if format is None else None
+    if side_log is not None:
+        raise NotATranscript(path, None, side_log)
     if document is not None and _reads_as_document(document, text):
         found = _document_read(document, path, format)
         if found is not None:
