@@ -26,7 +26,9 @@ def _calls(name: str) -> list[ReplayCall]:
 
 
 def test_a_failed_edit_and_a_refused_view_are_failures() -> None:
-    read, edit, retry, cat, fixed, missing, finish = _calls("v0-failed-edit-trajectory.json")
+    read, edit, retry, cat, fixed, missing, _unknown, finish = _calls(
+        "v0-failed-edit-trajectory.json"
+    )
     assert read.result is UNDEFINED
     assert isinstance(read.error, str) and read.error.startswith("ERROR:\nInvalid `view_range`")
     for failed in (edit, retry):
@@ -65,4 +67,15 @@ def test_a_run_observation_printing_error_is_not_an_editor_failure() -> None:
 def test_replay_sees_the_failed_edits() -> None:
     transcript = read_transcript(DATA / "v0-failed-edit-trajectory.json")
     replay = replay_run(transcript.runs[0])
-    assert len(replay.decisions) == 7
+    assert len(replay.decisions) == 8
+
+
+def test_a_call_of_a_tool_that_does_not_exist_is_rebuilt_from_its_error() -> None:
+    """OpenHands writes no action for it, only an ``error`` observation without a cause."""
+    transcript = read_transcript(DATA / "v0-failed-edit-trajectory.json")
+    unknown = transcript.runs[0].calls[6]
+    assert unknown.tool == "view_file" and unknown.args == {}
+    assert isinstance(unknown.error, str) and "is not registered" in unknown.error
+    assert any("rebuilt from results" in note for note in transcript.notes)
+    other = [{"id": 1, "source": "agent", "observation": "error", "content": "Boom"}]
+    assert parse_text(json.dumps(other)).call_count == 0

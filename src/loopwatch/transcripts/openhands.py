@@ -21,6 +21,9 @@ verbatim``).
   failed command, so without it a command failing the same way again and again would
   read as one succeeding. So is an ``edit`` or ``read`` observation that opens with the
   editor's ``ERROR:`` line (an edit retried with the same wrong ``old_str`` is the loop).
+- A call of a tool the agent does not have leaves no action, only an ``error``
+  observation ``Tool <name> is not registered. ...``: the call is rebuilt from it (no
+  arguments), as a failure.
 - A ``condensation`` action (the memory condenser dropped history) arms the
   post-compaction guard.
 - Calls from one model response (same ``model_response.id``) form a batch.
@@ -56,6 +59,7 @@ line, ``{"instance_id", "history": [...]}``: one run per instance).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Final
 
@@ -170,6 +174,27 @@ def _failed(observation: Mapping[str, object]) -> bool:
         return True
     code = _exit_code(observation.get("extras"))
     return code is not None and code != 0
+
+
+#: The error OpenHands V0 records, as an ``error`` observation that answers no action,
+#: when the model calls a tool the agent does not have (``FunctionCallNotExistsError`` in
+#: CodeAct's ``function_calling.py``): no action event is written for that call.
+_NOT_REGISTERED: Final = re.compile(r"Tool (\S+) is not registered\.")
+
+
+def _unknown_tool(
+    book: CallBook, run_id: str | None, event: Mapping[str, object], line: int
+) -> None:
+    """Rebuild, as a failed call without arguments, the call of a tool that does not
+    exist: a model retrying a missing tool is the loop the unknown-tool detector is for."""
+    content = event.get("content")
+    found = _NOT_REGISTERED.match(content) if isinstance(content, str) else None
+    if found is None:
+        return
+    draft = book.call(run_id, found.group(1), {}, None, line=line)
+    if draft is not None:
+        book.synthesised += 1
+        draft.error = content
 
 
 def _v0_arguments(args: object) -> object:
@@ -342,6 +367,8 @@ def add_events(
                     book.unmatched += 1  # answers no action of this stream
                 continue
             _settle(draft_for, event.get("content", ""), _failed(event))
+        elif event.get("observation") == "error":
+            _unknown_tool(book, run_id, event, line or number)
     book.mark_batches(batches)  # the calls of one model response
 
 
