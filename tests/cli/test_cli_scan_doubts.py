@@ -167,7 +167,7 @@ def test_every_sample_format_scans_with_calls(
     code, out, err = _run(capsys, "scan", "--json", *(str(data / f) for f in folders))
     assert code == 0, err
     files = json.loads(out)["files"]
-    assert len(files) == 25
+    assert len(files) == 32
     assert all(entry["calls"] > 0 and entry["understood"] for entry in files)
 
 
@@ -183,3 +183,27 @@ def test_report_names_tools_as_the_messages_do(
     html = report.read_text(encoding="utf-8")
     assert "exec (recorded as bash)" in html
     assert "You have called exec 10 times" in html
+
+
+def test_a_gemini_project_folder_scans_clean_despite_its_prompt_log(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, data: Path
+) -> None:
+    """``~/.gemini/tmp/<hash>/logs.json`` holds only the user's prompts: read as chat
+    messages it was a file with 0 calls, and every Gemini project folder a doubt (exit 4)."""
+    project = tmp_path / "0b7dfb12"
+    (project / "chats").mkdir(parents=True)
+    sample = data / "gemini-cli" / "session-2025-09-18T10-00-8a1f3c52.json"
+    (project / "chats" / sample.name).write_bytes(sample.read_bytes())
+    prompts = [
+        {"sessionId": "8a1f3c52", "messageId": 0, "type": "user", "message": "fix the build"},
+        {"sessionId": "8a1f3c52", "messageId": 1, "type": "user", "message": "/quit"},
+    ]
+    (project / "logs.json").write_text(json.dumps(prompts, indent=2))
+    code, out, err = _run(capsys, "scan", "--json", str(project))
+    assert code == 0, err
+    report = json.loads(out)
+    assert [Path(entry["file"]).name for entry in report["files"]] == [sample.name]
+    assert report["totals"]["ignored_files"] == 1
+    code, _out, err = _run(capsys, "scan", str(project / "logs.json"))
+    assert code == 3
+    assert "a Gemini CLI prompt log" in err

@@ -100,6 +100,19 @@ _KEYS = [
     "agent_tool_results",
     "tool_messages",
     "requestor",
+    # Cursor CLI stream-json calls
+    "tool_call",
+    "model_call_id",
+    "shellToolCall",
+    "mcpToolCall",
+    "success",
+    "rejected",
+    "exitCode",
+    "toolName",
+    # Codex call-end events
+    "exit_code",
+    "Ok",
+    "Err",
 ]
 _WORDS = st.sampled_from(
     [
@@ -143,6 +156,16 @@ _WORDS = st.sampled_from(
         "Cancelled: parallel tool call x errored",
         "```bash\nls\n```",
         "<read_file><path>a</path></read_file>",
+        "started",
+        "completed",
+        "event_msg",
+        "exec_command_end",
+        "mcp_tool_call_end",
+        "patch_apply_end",
+        "aborted",
+        "custom",
+        "web_search_call",
+        "local_shell_call_output",
     ]
 )
 shaped = st.recursive(

@@ -8,9 +8,12 @@ so not copied) has multi-line follow-up questions as result labels, ``[subagents
 from __future__ import annotations
 
 import json
+from pathlib import Path
+
+import pytest
 
 from loopwatch import UNDEFINED
-from loopwatch.transcripts import ReplayCall, parse_text
+from loopwatch.transcripts import NotATranscript, ReplayCall, parse_text, read_transcript
 
 
 def _use(call_id: str, name: str, params: dict[str, str]) -> dict[str, object]:
@@ -79,3 +82,68 @@ def test_a_labelled_tool_result_block_is_cline_and_its_failure_is_read() -> None
         ]
     )  # fmt: skip
     assert call.result is UNDEFINED and "exit code 2" in str(call.error)
+
+
+ROO_NATIVE = (
+    Path(__file__).resolve().parents[1]
+    / "data"
+    / "transcripts"
+    / "cline"
+    / "roo-native-api_conversation_history.json"
+)
+
+
+def test_roo_native_tool_errors_are_failures() -> None:
+    """Roo Code's native protocol: bare ``tool_result`` blocks, a failure as JSON
+    ``{"status": "error", ...}``; the conversation read as plain Anthropic, failures as
+    successes."""
+    transcript = read_transcript(ROO_NATIVE)
+    assert transcript.format == "cline"
+    assert transcript.unmatched_results == 0
+    read, miss, again, applied, done = transcript.runs[0].calls
+    assert read.error is UNDEFINED and isinstance(read.result, str)
+    for failed in (miss, again):
+        assert failed.result is UNDEFINED
+        assert isinstance(failed.error, str) and '"status":"error"' in failed.error
+    assert miss.args == again.args
+    assert applied.error is UNDEFINED and isinstance(applied.result, str)
+    assert done.result is UNDEFINED and done.error is UNDEFINED
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        '{"status": "ok", "message": "done"}',
+        '{"status": "error"}',
+        "{not json",
+        '["status", "error"]',
+        "The tool failed",
+    ],
+)
+def test_other_json_results_are_not_roo_failures(content: str) -> None:
+    messages = [
+        _said("<environment_details>\nx\n</environment_details>"),
+        {"role": "assistant", "content": [_use("t1", "read_file", {"path": "a"})]},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "t1", "content": content}],
+        },
+    ]
+    [call] = _calls(messages)
+    assert call.result == content and call.error is UNDEFINED
+
+
+def test_a_cline_ui_log_is_named_as_such_not_read_as_zero_calls() -> None:
+    """``ui_messages.json`` (ClineMessage items) read as OpenAI chat with 0 calls."""
+    ui_log = [
+        {"ts": 1772619120000, "type": "say", "say": "text", "text": "Rename the key"},
+        {
+            "ts": 1772619123000,
+            "type": "ask",
+            "ask": "tool",
+            "text": '{"tool":"readFile","path":"src/config.ts"}',
+        },
+        {"ts": 1772619124000, "type": "say", "say": "api_req_started", "text": "{}"},
+    ]
+    with pytest.raises(NotATranscript, match=r"api_conversation_history\.json"):
+        parse_text(json.dumps(ui_log, indent=1), path="ui_messages.json")

@@ -18,6 +18,7 @@ from loopwatch.transcripts import (
     parse_text,
     read_transcript,
 )
+from loopwatch.transcripts._common import CallBook, CallDraft, RunAssembler
 from loopwatch.transcripts.detect import walk_transcripts
 
 
@@ -372,3 +373,19 @@ def test_claude_code_sdk_array_with_other_record_types() -> None:
     ]
     transcript = parse_text(json.dumps(records))
     assert (transcript.format, transcript.call_count) == ("claude-code-sdk", 1)
+
+
+def test_mark_batch_groups_two_or_more_and_keeps_a_grown_groups_batch() -> None:
+    book = CallBook(RunAssembler())
+    alone = [CallDraft("a", {}, None, None, None, None)]
+    book.mark_batch(alone)
+    assert alone[0].batch is None
+    pair = [CallDraft(name, {}, None, None, None, None) for name in "bc"]
+    book.mark_batch(pair)
+    assert pair[0].batch == pair[1].batch == 1
+    grown = [*pair, CallDraft("d", {}, None, None, None, None)]
+    book.mark_batch(grown)  # a split message's later line: still the first batch
+    assert {draft.batch for draft in grown} == {1}
+    groups = {"r1": [CallDraft("e", {}, None, None, None, None)] * 2, "r2": alone}
+    book.mark_batches(groups)
+    assert groups["r1"][0].batch == 2 and alone[0].batch is None

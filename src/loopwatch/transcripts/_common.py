@@ -314,6 +314,23 @@ class CallBook:
         self._batches += 1
         return self._batches
 
+    def mark_batch(self, drafts: Sequence[CallDraft]) -> None:
+        """Put ``drafts``, calls issued together, in one batch (a call alone stays unbatched).
+
+        A group that grew keeps the batch its first calls already had (Claude Code writes
+        one response over several lines), so its earlier and later calls stay together.
+        """
+        if len(drafts) < 2:
+            return
+        batch = drafts[0].batch or self.batch_for(len(drafts))
+        for draft in drafts:
+            draft.batch = batch
+
+    def mark_batches(self, groups: Mapping[str, Sequence[CallDraft]]) -> None:
+        """:meth:`mark_batch` for every group (calls keyed by the response that issued them)."""
+        for drafts in groups.values():
+            self.mark_batch(drafts)
+
     def call(
         self,
         run_id: str | None,

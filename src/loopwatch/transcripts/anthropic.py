@@ -45,7 +45,12 @@ answers as ``[subagents]``); newer versions may wrap the same labelled text in a
 ``tool_result`` block. A body ``The tool execution failed with the following error:``, or a
 command's ``Command failed with exit code N.`` / ``Command terminated by signal S.`` (Cline
 ``CommandOrchestrator``), makes it a failure; ``Tool [x] was not executed because ...``
-means the call never ran (no outcome is replayed).
+means the call never ran (no outcome is replayed). Roo Code's native tool protocol
+(since late 2025) answers with plain ``tool_result`` blocks, paired by id, and words a
+failure as JSON, ``{"status": "error", "message": "The tool execution failed", "error"}``
+(Roo Code ``formatResponse.toolError``): that is a failure too. Such a conversation has
+no labels to tell it from any Anthropic one but the ``<environment_details>`` block both
+hosts append to every user message.
 
 Calls of one assistant message form a batch (replayed as the host ran them: every call,
 then the outcomes), and a sibling's ``Cancelled: parallel tool call ... errored`` result is
@@ -55,6 +60,7 @@ copy (Claude Code sub-agent files copy their parent's history) and is counted on
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Final
@@ -89,9 +95,34 @@ _CLINE_COMMAND_FAILED: Final = re.compile(
 )
 
 
+#: Roo Code's ``formatResponse.toolError`` under its native tool protocol: a JSON object
+#: ``{"status": "error", "message": "The tool execution failed", "error"}`` as the whole
+#: ``tool_result`` (``is_error`` is not set, and there is no ``[...] Result:`` label).
+_ROO_ERROR_STATUS: Final = "error"
+
+
+def _roo_json_failed(text: str) -> bool:
+    if not text.startswith("{"):
+        return False
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return (
+        isinstance(value, Mapping)
+        and value.get("status") == _ROO_ERROR_STATUS
+        and isinstance(value.get("message"), str)
+    )
+
+
 def _cline_failed(text: str) -> bool:
-    """Whether the body of a Cline result (after its ``[...] Result:`` label) is a failure."""
-    return text.startswith(_CLINE_ERROR) or _CLINE_COMMAND_FAILED.match(text) is not None
+    """Whether the body of a Cline / Roo Code result (after its ``[...] Result:`` label,
+    when it has one) is a failure."""
+    return (
+        text.startswith(_CLINE_ERROR)
+        or _CLINE_COMMAND_FAILED.match(text) is not None
+        or _roo_json_failed(text)
+    )
 
 
 #: Tool names Cline and Roo Code write as XML in older, text-only transcripts.
@@ -213,10 +244,7 @@ class _BlockMatcher:
             drafts = self._last_drafts + drafts
         self._last_key = message_key
         self._last_drafts = drafts
-        if len(drafts) > 1:
-            batch = drafts[0].batch or self.book.batch_for(len(drafts))
-            for draft in drafts:
-                draft.batch = batch
+        self.book.mark_batch(drafts)
 
     def _forget(self, draft: CallDraft) -> None:
         queue = self.by_name.get(draft.tool)
@@ -240,10 +268,12 @@ class _BlockMatcher:
 
     @staticmethod
     def _cline_block_failed(content: object) -> bool:
-        """A ``tool_result`` Cline wrote holds the same labelled text as its text results."""
+        """A ``tool_result`` Cline wrote holds the same labelled text as its text results;
+        one Roo Code wrote under its native protocol holds the bare text (or JSON)."""
         text = content_text(content)
         opening = CLINE_RESULT.match(text)
-        return opening is not None and _cline_failed(text[opening.end() :].lstrip("\n"))
+        body = text[opening.end() :].lstrip("\n") if opening is not None else text
+        return _cline_failed(body)
 
     def add_server_results(self, message: Mapping[str, object]) -> None:
         """Settle server and MCP-connector calls from the result blocks of their message."""

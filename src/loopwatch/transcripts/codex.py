@@ -15,7 +15,8 @@ chunks whose ``outcome`` is an exit code or a timeout), ``apply_patch_call``
 them is a call the model made, so a file that holds them has them counted: leaving them
 out would report a loop of them as nothing. Outcomes are ``function_call_output`` and
 ``custom_tool_call_output`` (``call_id``, ``output``: a string, or a list of content
-items). An ``output`` object with ``"success": false`` is a failure. Codex itself never
+items); a ``local_shell_call_output`` has no ``call_id`` and names its call by ``id``.
+An ``output`` object with ``"success": false`` is a failure. Codex itself never
 writes that flag into a rollout (its ``FunctionCallOutputPayload`` serialises as the bare
 string or content items), so a failed command shows only as the exit code in the text it
 formats for the model: ``{"output", "metadata": {"exit_code"}}`` (the ``shell`` tool),
@@ -31,8 +32,14 @@ read through its item list.
 schema is ``RolloutLine`` / ``RolloutItem`` in openai/codex ``codex-rs/protocol``): one
 ``{"timestamp", "type", "payload"}`` a line, ``type`` one of ``session_meta`` (first
 line), ``response_item`` (a Responses item as above: the calls and outputs replayed),
-``event_msg`` (UI events that repeat what the items say: skipped), ``turn_context`` and
-``compacted`` (history compacted: arms the post-compaction guard). Rollouts written before
+``event_msg`` (UI events that mostly repeat what the items say), ``turn_context`` and
+``compacted`` (history compacted: arms the post-compaction guard). Of the events, only the
+end of a call is read, for what the output item may not say: an ``exec_command_end`` with
+a non-zero ``exit_code``, a ``patch_apply_end`` with ``success: false`` or an
+``mcp_tool_call_end`` whose ``result`` is ``Err`` or flagged ``isError`` makes its call a
+failure, unless the output states its own exit code (a headed command output stays the
+authority). A call the user interrupted has the output ``"aborted"`` (what ``codex-rs``
+writes for a call cut off): it has no outcome. Rollouts written before
 the envelope (mid 2025) have a bare ``{"id", "timestamp", "instructions"}`` first line
 followed by bare items and ``{"record_type": "state"}`` lines; both are read.
 
@@ -249,18 +256,62 @@ def _outcome(output: object) -> tuple[object, object]:
     return command if command is not None else (output, UNDEFINED)
 
 
-class ItemReader:
-    """Feeds Responses items, one at a time, into a :class:`CallBook`."""
+#: What Codex records as the output of a call the user interrupted (or that never
+#: answered before the turn ended): ``codex-rs`` writes ``FunctionCallOutput`` with this
+#: content. The call was cut off, so it has no outcome, as an interrupted Claude Code tool
+#: has none.
+CODEX_ABORTED: Final = "aborted"
 
-    def __init__(self, book: CallBook) -> None:
+
+def _event_failed(event: Mapping[str, object]) -> bool:
+    """Whether a Codex ``event_msg`` reports that the call it names (``call_id``) failed.
+
+    ``exec_command_end`` (a non-zero ``exit_code``), ``patch_apply_end`` (``success:
+    false``) and ``mcp_tool_call_end`` (``result`` ``{"Err": ...}`` or ``{"Ok":
+    {"isError": true}}``) are what Codex knew of the call; the output item shows the
+    model only the text, which may not say so (an MCP tool's error, a patch that did not
+    apply).
+    """
+    kind = event.get("type")
+    if kind == "exec_command_end":
+        code = event.get("exit_code")
+        return isinstance(code, int) and not isinstance(code, bool) and code != 0
+    if kind == "patch_apply_end":
+        return event.get("success") is False
+    if kind == "mcp_tool_call_end":
+        result = event.get("result")
+        if not isinstance(result, Mapping):
+            return False
+        ok = result.get("Ok")
+        return "Err" in result or (
+            isinstance(ok, Mapping) and (ok.get("isError") is True or ok.get("is_error") is True)
+        )
+    return False
+
+
+class ItemReader:
+    """Feeds Responses items, one at a time, into a :class:`CallBook`.
+
+    Args:
+        book: where the calls go.
+        codex: the items come from a Codex rollout (an ``"aborted"`` output means the
+            call was cut off: no outcome).
+    """
+
+    def __init__(self, book: CallBook, *, codex: bool = False) -> None:
         self.book = book
+        self.codex = codex
         self._group: list[CallDraft] = []
+        #: Calls by id whose output text states no exit code, for the failures a Codex
+        #: event reports beside it (a headed command output is the authority: a process
+        #: still running when the call returned may fail later, after the model moved on).
+        self._unstated: dict[str, CallDraft] = {}
+        #: A call item's own ``id`` → its ``call_id``: a ``local_shell_call_output`` names
+        #: the call it answers by ``id`` alone (it has no ``call_id`` field).
+        self._item_ids: dict[str, str] = {}
 
     def _close_group(self) -> None:
-        if len(self._group) > 1:
-            batch = self.book.batch_for(len(self._group))
-            for draft in self._group:
-                draft.batch = batch
+        self.book.mark_batch(self._group)
         self._group = []
 
     def item(self, item: Mapping[str, object], path: str, line: int | None) -> None:
@@ -274,6 +325,9 @@ class ItemReader:
             draft = self.book.call(None, name, args, call_id, line=line)
             if draft is None:
                 return
+            item_id = item.get("id")
+            if isinstance(item_id, str) and call_id is not None and item_id != call_id:
+                self._item_ids[item_id] = call_id
             self._group.append(draft)
             if kind == "mcp_call" and call_id is not None:
                 self.book.pending.pop(call_id, None)
@@ -287,11 +341,30 @@ class ItemReader:
             return
         self._close_group()
         if kind in OUTPUT_TYPES:
-            draft = self.book.answer(item.get("call_id"))
+            answers = item.get("call_id")
+            if answers is None and isinstance(item.get("id"), str):
+                answers = self._item_ids.get(str(item["id"]), item["id"])
+            draft = self.book.answer(answers)
             if draft is not None:
                 output = item.get("tools") if kind == "tool_search_output" else item.get("output")
+                if self.codex and output == CODEX_ABORTED:
+                    self.book.not_run += 1
+                    return
                 result, error = _item_outcome(kind, item, output)
                 self.book.settle(draft, result, error, output)
+                if draft.call_id and _command_outcome(output) is None:
+                    self._unstated[draft.call_id] = draft
+
+    def fail(self, call_id: object) -> None:
+        """Make the call ``call_id`` a failure (its host said so beside the output item).
+
+        The text the model was shown stays the outcome, now as the error. A call whose
+        output states its exit code, has no outcome, or already failed is left as it is.
+        """
+        draft = self._unstated.get(call_id) if isinstance(call_id, str) else None
+        if draft is None or draft.result is UNDEFINED or draft.error is not UNDEFINED:
+            return
+        draft.error, draft.result = draft.result, UNDEFINED
 
     def finish(self) -> Read:
         """The run."""
@@ -320,7 +393,8 @@ def read_codex(records: Iterable[tuple[int, object]], path: str) -> Read:
         TranscriptError: a line that is not an object, or a call without a name.
     """
     book = CallBook(RunAssembler())
-    reader = ItemReader(book)
+    reader = ItemReader(book, codex=True)
+    failed: list[object] = []
     for line, value in records:
         if not isinstance(value, Mapping):
             raise TranscriptError(path, line, "a rollout line: expected a JSON object")
@@ -329,10 +403,15 @@ def read_codex(records: Iterable[tuple[int, object]], path: str) -> Read:
         payload = value.get("payload")
         if kind == "response_item" and isinstance(payload, Mapping):
             reader.item(payload, path, line)
+        elif kind == "event_msg" and isinstance(payload, Mapping):
+            if _event_failed(payload):
+                failed.append(payload.get("call_id"))  # the end event may precede the output
         elif kind == "compacted":
             book.runs.add(None, Compaction(run_id=None, line=line))
         elif kind in RESPONSES_TYPES:
             reader.item(value, path, line)  # a legacy rollout: bare items
+    for call_id in failed:
+        reader.fail(call_id)
     return reader.finish()
 
 

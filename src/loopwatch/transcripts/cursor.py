@@ -8,6 +8,18 @@ blocks and are matched by ``tool_use_id``. Cursor does not write tool output int
 files as a rule, so calls usually have no outcome: the call-based detectors still see
 every call, the result-based ones cannot fire (the scan says so in a note).
 
+**Cursor CLI stream output** (``cursor-agent --print --output-format stream-json``, one
+event a line): the ``system`` / ``user`` / ``assistant`` / ``result`` events are Claude
+Code's stream-json, but a call is a ``{"type": "tool_call", "subtype": "started" |
+"completed", "call_id", "model_call_id", "tool_call": {"<kind>ToolCall": {"args",
+"result"}}}`` event of its own. The tool is the kind (``shellToolCall`` → ``shell``; an
+MCP call, ``mcpToolCall``, is its ``args.toolName`` with ``args.args``); the arguments
+drop the ``toolCallId`` copy of the call id (new on every call, it would hide a loop). The
+result is ``result.success`` without its timings; ``result.error`` / ``failure``, or a
+``success`` with a non-zero ``exitCode`` (or an MCP ``isError``), is a failure;
+``result.rejected`` (the user refused the call) means it never ran. Calls that share a
+``model_call_id`` are a batch.
+
 **Plain-text transcripts** (``agent-transcripts/<id>.txt``, what Cursor wrote before the
 JSONL files, and still the only record of older sessions): turns open with a ``user:`` or
 ``assistant:`` line; in an assistant turn each call is a ``[Tool call] <name>`` line
@@ -25,6 +37,7 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from typing import Final
 
+from loopwatch.core._undefined import UNDEFINED
 from loopwatch.transcripts._common import CallBook, CallDraft, Read, RunAssembler, text_lines
 from loopwatch.transcripts.anthropic import read_anthropic_messages
 from loopwatch.transcripts.model import TranscriptError
@@ -45,14 +58,135 @@ def _with_outcome_note(read: Read) -> Read:
     return Read(read.runs, read.unmatched, notes)
 
 
+def is_stream_call(value: object) -> bool:
+    """Whether a JSON value is a ``tool_call`` event of the Cursor CLI's stream output."""
+    return (
+        isinstance(value, Mapping)
+        and value.get("type") == "tool_call"
+        and value.get("subtype") in ("started", "completed")
+        and isinstance(value.get("tool_call"), Mapping)
+    )
+
+
+#: Fields of a Cursor stream call that change on every run and say nothing of the call.
+_STREAM_VOLATILE: Final = frozenset(
+    {"toolCallId", "executionTime", "localExecutionTimeMs", "startedAtMs", "completedAtMs"}
+)
+
+
+def _stable(value: object) -> object:
+    if not isinstance(value, Mapping):
+        return value
+    return {key: item for key, item in value.items() if key not in _STREAM_VOLATILE}
+
+
+def _stream_call(event: Mapping[str, object]) -> tuple[str, object, object] | None:
+    """``(tool, args, result)`` of a ``tool_call`` event (``result`` may be absent)."""
+    payload = event.get("tool_call")
+    if not isinstance(payload, Mapping):
+        return None
+    bodies = [(key, body) for key, body in payload.items() if isinstance(body, Mapping)]
+    if not bodies:
+        return None
+    named = [(key, body) for key, body in bodies if key.endswith("ToolCall")]
+    kind, body = (named or bodies)[0]
+    tool = kind.removesuffix("ToolCall") or kind
+    args = _stable(body.get("args", {}))
+    if (
+        kind == "mcpToolCall"
+        and isinstance(args, Mapping)
+        and isinstance(args.get("toolName"), str)
+    ):
+        tool = str(args["toolName"])
+        args = args.get("args", {})
+    return tool, args, body.get("result", UNDEFINED)
+
+
+def _stream_outcome(result: object) -> tuple[object, object] | None:
+    """``(result, error)`` of a completed stream call; ``None`` when it never ran."""
+    if not isinstance(result, Mapping):
+        return (UNDEFINED, UNDEFINED) if result is UNDEFINED else (result, UNDEFINED)
+    if "rejected" in result:
+        return None
+    if "success" in result:
+        success = _stable(result["success"])
+        code = success.get("exitCode") if isinstance(success, Mapping) else None
+        if isinstance(code, int) and not isinstance(code, bool) and code != 0:
+            return UNDEFINED, success
+        if isinstance(success, Mapping) and success.get("isError") is True:
+            return UNDEFINED, success  # an MCP tool's error result
+        return success, UNDEFINED
+    for key in ("error", "failure"):
+        if key in result:
+            return UNDEFINED, _stable(result[key])
+    return result, UNDEFINED
+
+
+class _StreamCalls:
+    """The calls of a Cursor CLI stream, paired by ``call_id``."""
+
+    def __init__(self, book: CallBook) -> None:
+        self.book = book
+        self.batches: dict[str, list[CallDraft]] = {}
+
+    def event(self, event: Mapping[str, object], line: int) -> None:
+        found = _stream_call(event)
+        if found is None:
+            return
+        tool, args, result = found
+        call_id = event.get("call_id")
+        key = call_id if isinstance(call_id, str) and call_id else None
+        draft = self.book.pending.get(key) if key is not None else None
+        if draft is None:  # a completed event without its started one is the call too
+            if key is not None and key in self.book.seen:
+                return
+            draft = self.book.call(None, tool, args, key, line=line)
+            if draft is None:
+                return
+            model_call = event.get("model_call_id")
+            if isinstance(model_call, str):
+                self.batches.setdefault(model_call, []).append(draft)
+        if event.get("subtype") != "completed":
+            return
+        if key is not None:
+            self.book.pending.pop(key, None)
+        outcome = _stream_outcome(result)
+        if outcome is None:
+            self.book.not_run += 1
+        else:
+            draft.result, draft.error = outcome
+
+    def finish(self) -> None:
+        self.book.mark_batches(self.batches)
+
+
+def read_cursor_stream(lines: Iterable[tuple[int, object]], path: str) -> Read:
+    """Read the Cursor CLI's ``stream-json`` output as one run.
+
+    Raises:
+        TranscriptError: a line that is not an object.
+    """
+    calls = _StreamCalls(CallBook(RunAssembler()))
+    for line, value in lines:
+        if not isinstance(value, Mapping):
+            raise TranscriptError(path, line, "a stream event: expected a JSON object")
+        if is_stream_call(value):
+            calls.event(value, line)
+    calls.finish()
+    return calls.book.finish()
+
+
 def read_cursor(lines: Iterable[tuple[int, object]], path: str) -> Read:
-    """Read a Cursor agent transcript as one run.
+    """Read a Cursor agent transcript (or the CLI's stream output) as one run.
 
     Raises:
         TranscriptError: a line that is not an object, or a malformed ``tool_use``.
     """
+    values = list(lines)
+    if any(is_stream_call(value) for _line, value in values):
+        return read_cursor_stream(values, path)
     messages: list[SourcedMessage] = []
-    for line, value in lines:
+    for line, value in values:
         if not isinstance(value, Mapping):
             raise TranscriptError(path, line, "a transcript line: expected a JSON object")
         message = value.get("message")
@@ -99,9 +233,7 @@ class _TextCalls:
 
     def close_group(self) -> None:
         self.close_call()
-        batch = self.book.batch_for(len(self.group))
-        for draft in self.group:
-            draft.batch = batch
+        self.book.mark_batch(self.group)
         self.group = []
 
     def call(self, name: str, line: int) -> None:
@@ -164,4 +296,11 @@ def is_cursor_line(first: Mapping[str, object]) -> bool:
     )
 
 
-__all__ = ["is_cursor_line", "is_cursor_text", "read_cursor", "read_cursor_text"]
+__all__ = [
+    "is_cursor_line",
+    "is_cursor_text",
+    "is_stream_call",
+    "read_cursor",
+    "read_cursor_stream",
+    "read_cursor_text",
+]

@@ -11,8 +11,9 @@ other way round):
    ``messages``. A list is tau-bench results (tasks with ``traj``), tau2-bench simulations,
    an OpenHands event stream, Claude Code SDK records (``type`` + ``message``), Responses
    items, Gemini contents, or chat messages. Chat messages are OpenAI's (``tool_calls``,
-   role ``tool``), Cline's (user text blocks ``[tool for '...'] Result:``) or Anthropic's
-   (``tool_use`` blocks).
+   role ``tool``), Cline's (user text blocks ``[tool for '...'] Result:``, or the
+   ``<environment_details>`` block Cline and Roo Code append) or Anthropic's (``tool_use``
+   blocks).
 2. Otherwise JSONL, decided by the first non-blank line: ``tool`` / ``event`` → loopwatch
    JSONL; ``traceSchema: openclaw-trajectory`` → OpenClaw trajectory; a Codex envelope
    (``session_meta``, ``response_item``, ...) or legacy header → Codex; ``traj`` →
@@ -21,11 +22,14 @@ other way round):
    ``projectHash`` header → Gemini CLI (JSONL sessions); a Claude Code record
    (``sessionId``, ``parentUuid``, ``user`` / ``assistant`` / ``summary`` types) → Claude
    Code; a Responses item → Responses; ``role`` + ``message`` → Cursor; a bare ``role`` →
-   chat messages, one a line.
+   chat messages, one a line. A stream that reads as Claude Code SDK output but holds
+   ``tool_call`` events is the Cursor CLI's (``--output-format stream-json``).
 3. Not JSON at all, but a first line ``user:`` / ``assistant:``: a Cursor plain-text
    agent transcript.
 
-Valid JSON of any other shape is :class:`NotATranscript`, naming its top-level keys.
+Valid JSON of any other shape is :class:`NotATranscript`, naming its top-level keys, and so
+are a Cline / Roo Code ``ui_messages.json`` and a Gemini CLI ``logs.json`` (their calls
+are in the task's API history, the session's chats).
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ from loopwatch.transcripts.codex import (
 from loopwatch.transcripts.cursor import (
     is_cursor_line,
     is_cursor_text,
+    is_stream_call,
     read_cursor,
     read_cursor_text,
 )
@@ -121,6 +126,11 @@ def _text_of(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
+#: The block Cline and Roo Code append to every user message (their native tool protocol
+#: leaves no other mark of the host in the conversation).
+_CLINE_ENVIRONMENT: Final = "<environment_details>"
+
+
 def _is_cline(message: Mapping[str, object]) -> bool:
     if message.get("role") != "user":
         return False
@@ -130,7 +140,9 @@ def _is_cline(message: Mapping[str, object]) -> bool:
         if not isinstance(block, Mapping):
             continue
         text = block.get("text") if block.get("type") != "tool_result" else block.get("content")
-        if isinstance(text, str) and CLINE_RESULT.match(text) is not None:
+        if isinstance(text, str) and (
+            CLINE_RESULT.match(text) is not None or text.startswith(_CLINE_ENVIRONMENT)
+        ):
             return True
     return False
 
@@ -162,6 +174,45 @@ def _read_chat(
     if flavour in ("anthropic", "cline"):
         return flavour, read_anthropic_messages(messages, path, xml_tools=flavour == "cline")
     return flavour, read_openai_messages(messages, path)
+
+
+#: Why a named ``ui_messages.json`` is not scanned: the task's calls are in the API
+#: history beside it, which this log only echoes for display.
+CLINE_UI_LOG: Final = (
+    "a Cline / Roo Code UI log (ui_messages.json): scan api_conversation_history.json "
+    "beside it, which holds the calls"
+)
+#: Why a named Gemini CLI ``logs.json`` is not scanned: it holds the user's prompts only.
+GEMINI_PROMPT_LOG: Final = (
+    "a Gemini CLI prompt log (logs.json, the user's prompts only): scan the session files "
+    "in chats/ beside it, which hold the calls"
+)
+
+
+def _side_log(document: object) -> str | None:
+    """Why a JSON list is a host's side log rather than a transcript, or ``None``.
+
+    A Cline / Roo Code ``ui_messages.json`` holds ``ClineMessage`` items (``{"ts",
+    "type": "ask" | "say", ...}``); a Gemini CLI ``logs.json`` holds ``LogEntry`` items
+    (``{"sessionId", "messageId", "timestamp", "type", "message"}``). Read as chat
+    messages, either was an understood file with 0 calls.
+    """
+    if not isinstance(document, list) or not document:
+        return None
+    if all(
+        isinstance(item, Mapping) and "ts" in item and item.get("type") in ("ask", "say")
+        for item in document
+    ):
+        return CLINE_UI_LOG
+    if all(
+        isinstance(item, Mapping)
+        and "sessionId" in item
+        and "messageId" in item
+        and isinstance(item.get("message"), str)
+        for item in document
+    ):
+        return GEMINI_PROMPT_LOG
+    return None
 
 
 def _keys(document: object) -> str:
@@ -395,6 +446,9 @@ def parse_text(text: str, *, path: str = "<text>", format: FormatName | None = N
     if format is not None and format not in FORMATS:
         raise ValueError(f"unknown transcript format {format!r}")
     document, document_error = _whole_document(text, path)
+    side_log = _side_log(document) if format is None else None
+    if side_log is not None:
+        raise NotATranscript(path, None, side_log)
     if document is not None and _reads_as_document(document, text):
         found = _document_read(document, path, format)
         if found is not None:
@@ -413,12 +467,18 @@ def parse_text(text: str, *, path: str = "<text>", format: FormatName | None = N
     if first is None:
         return Transcript(path=path, format=format or "loopwatch", runs=(Run(None, ""),))
     detected = format or _detect_lines(text, path, first)
+    if detected == "claude-code-sdk" and format is None and _has_cursor_calls(text, path):
+        detected = "cursor"  # the Cursor CLI streams Claude's events, but its own calls
     if detected is not None:
         read = _line_read(detected, text, path)
         if read is not None:
             return _transcript(path, detected, read)
     fmt, read = _read_chat(list(json_lines(text, path)), path, detected)
     return _transcript(path, fmt, read)
+
+
+def _has_cursor_calls(text: str, path: str) -> bool:
+    return any(is_stream_call(value) for _line, value in json_lines(text, path))
 
 
 def _reads_as_document(document: object, text: str) -> bool:

@@ -5,17 +5,25 @@ An OpenHands run is a list of events. An *action* is ``{"id", "timestamp", "sour
 ..., "args": {...}, "tool_call_metadata": {"function_name", "tool_call_id",
 "model_response": {"id", ...}, "total_calls_in_response"}}``; an *observation* answers an
 action: ``{"id", "observation": "run" | "read" | "error" | ..., "content", "extras",
-"cause": <the action's id>}``.
+"cause": <the action's id>}``. A file edit that failed is no ``error`` observation: the
+editor answers with an ``edit`` (or ``read``) observation whose content opens with
+``ERROR:`` and a newline (``No replacement was performed, old_str ... did not appear
+verbatim``).
 
 - The calls are the agent's actions that carry ``tool_call_metadata`` (the model's tool
   calls; ``system``, ``message`` and ``recall`` events do not). A stream without any
   metadata (CodeAct before function calling) counts the agent's tool actions instead.
-- The call replayed is the action name (``run``, ``edit``, ...) with its ``args``; the
-  result is the observation's ``content``. An ``error`` observation is a failure, and so
+- The call replayed is the action name (``run``, ``edit``, ...) with its ``args``, less
+  the ``thought`` (the model's text before the call, not a tool parameter); the result is
+  the observation's ``content``. An ``error`` observation is a failure, and so
   is a ``run`` observation whose command exited non-zero (``extras.metadata.exit_code``;
   ``extras.exit_code`` in older streams): OpenHands records no other error flag for a
   failed command, so without it a command failing the same way again and again would
-  read as one succeeding.
+  read as one succeeding. So is an ``edit`` or ``read`` observation that opens with the
+  editor's ``ERROR:`` line (an edit retried with the same wrong ``old_str`` is the loop).
+- A call of a tool the agent does not have leaves no action, only an ``error``
+  observation ``Tool <name> is not registered. ...``: the call is rebuilt from it (no
+  arguments), as a failure.
 - A ``condensation`` action (the memory condenser dropped history) arms the
   post-compaction guard.
 - Calls from one model response (same ``model_response.id``) form a batch.
@@ -51,6 +59,7 @@ line, ``{"instance_id", "history": [...]}``: one run per instance).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Final
 
@@ -121,9 +130,12 @@ def is_sdk_event(value: object) -> bool:
 
 def is_event(value: object) -> bool:
     """Whether a JSON value is one OpenHands event (of the V0 stream or the V1 SDK)."""
+    # A V0 action or observation is named by a string. Responses API items have an
+    # ``action`` object and an ``id`` too (``web_search_call``, ``computer_call``,
+    # ``local_shell_call``): read as events, their calls would vanish from the scan.
     return is_sdk_event(value) or (
         isinstance(value, Mapping)
-        and ("action" in value or "observation" in value)
+        and (isinstance(value.get("action"), str) or isinstance(value.get("observation"), str))
         and ("id" in value or "source" in value or "timestamp" in value)
     )
 
@@ -145,12 +157,53 @@ def _exit_code(extras: object) -> int | None:
     return code if isinstance(code, int) and not isinstance(code, bool) else None
 
 
+#: How OpenHands' file editor (``_execute_file_editor`` in the runtime's action execution
+#: server) opens the content of an ``edit`` or ``read`` observation it could not carry
+#: out: an ``old_str`` not found, a path that does not exist, a bad ``view_range``.
+EDITOR_ERROR: Final = "ERROR:\n"
+
+
 def _failed(observation: Mapping[str, object]) -> bool:
-    """Whether an observation reports a failure: an ``error`` one, or a non-zero exit."""
-    if observation.get("observation") == "error":
+    """Whether an observation reports a failure: an ``error`` one, a file edit or read the
+    editor refused, or a non-zero exit."""
+    kind = observation.get("observation")
+    if kind == "error":
+        return True
+    content = observation.get("content")
+    if kind in ("edit", "read") and isinstance(content, str) and content.startswith(EDITOR_ERROR):
         return True
     code = _exit_code(observation.get("extras"))
     return code is not None and code != 0
+
+
+#: The error OpenHands V0 records, as an ``error`` observation that answers no action,
+#: when the model calls a tool the agent does not have (``FunctionCallNotExistsError`` in
+#: CodeAct's ``function_calling.py``): no action event is written for that call.
+_NOT_REGISTERED: Final = re.compile(r"Tool (\S+) is not registered\.")
+
+
+def _unknown_tool(
+    book: CallBook, run_id: str | None, event: Mapping[str, object], line: int
+) -> None:
+    """Rebuild, as a failed call without arguments, the call of a tool that does not
+    exist: a model retrying a missing tool is the loop the unknown-tool detector is for."""
+    content = event.get("content")
+    found = _NOT_REGISTERED.match(content) if isinstance(content, str) else None
+    if found is None:
+        return
+    draft = book.call(run_id, found.group(1), {}, None, line=line)
+    if draft is not None:
+        book.synthesised += 1
+        draft.error = content
+
+
+def _v0_arguments(args: object) -> object:
+    """An action's ``args`` without its ``thought``: the text the model wrote before the
+    call (OpenHands puts it on the first action of a response), not a parameter of the
+    tool. It differs on each repeat of one edit, and would hide the loop."""
+    if not isinstance(args, Mapping) or "thought" not in args:
+        return args
+    return {key: value for key, value in args.items() if key != "thought"}
 
 
 def _batch_key(event: Mapping[str, object]) -> str | None:
@@ -208,15 +261,6 @@ def _settle(draft: CallDraft, text: object, failed: bool) -> None:
         draft.result = text
 
 
-def _mark_batches(book: CallBook, batches: Mapping[str, Sequence[CallDraft]]) -> None:
-    """The calls of one model response (more than one) share a batch."""
-    for drafts in batches.values():
-        if len(drafts) > 1:
-            batch = book.batch_for(len(drafts))
-            for draft in drafts:
-                draft.batch = batch
-
-
 def _add_sdk_events(
     events: Sequence[object], path: str, book: CallBook, run_id: str | None, line: int | None
 ) -> None:
@@ -266,7 +310,7 @@ def _add_sdk_events(
                 continue
             text, failed = _sdk_outcome(event.get("observation"))
             _settle(draft_for, text, failed)
-    _mark_batches(book, batches)
+    book.mark_batches(batches)  # the calls of one model response
 
 
 def add_events(
@@ -305,8 +349,9 @@ def add_events(
             )
             if not is_call:
                 continue
-            args = event.get("args", {})
-            draft = book.call(run_id, action, args, None, line=line if line else number)
+            draft = book.call(
+                run_id, action, _v0_arguments(event.get("args", {})), None, line=line or number
+            )
             if draft is None:
                 continue
             if "id" in event:
@@ -322,7 +367,9 @@ def add_events(
                     book.unmatched += 1  # answers no action of this stream
                 continue
             _settle(draft_for, event.get("content", ""), _failed(event))
-    _mark_batches(book, batches)
+        elif event.get("observation") == "error":
+            _unknown_tool(book, run_id, event, line or number)
+    book.mark_batches(batches)  # the calls of one model response
 
 
 def read_openhands_events(events: Sequence[object], path: str) -> Read:
