@@ -108,8 +108,14 @@ class StoreErrorRate:
     def __init__(self) -> None:
         self._last: float | None = None
 
-    def due(self, now: float) -> bool:
+    def due(self, now: float | None) -> bool:
+        """``now`` is ``None`` when the clock failed: due only if nothing was logged yet."""
         last = self._last
+        if now is None:
+            if last is None:
+                self._last = float("-inf")
+                return True
+            return False
         if last is None or now - last >= STORE_ERROR_LOG_INTERVAL_S or now < last:
             self._last = now
             return True

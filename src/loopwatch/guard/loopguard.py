@@ -314,7 +314,12 @@ class LoopGuard:
 
         fail_open = self._store.fail_open
         text = error_text(exc)
-        if self._store_error_rate.due(self._now()):
+        try:
+            now: float | None = self._now()
+        except Exception:
+            # The host's clock failed too: this handler must not raise into the agent.
+            now = None
+        if self._store_error_rate.due(now):
             store_logger.warning(
                 messages.LOG_STORE_ERROR.format(
                     operation=operation,
@@ -709,19 +714,34 @@ class LoopGuard:
     # --- accessors (SPEC §9.4, see _accessors): never touch or create a session ----------
 
     def history(self, *, session_key: object) -> tuple[ToolCallRecord, ...]:
-        """A copy of the session's history, all runs, oldest first."""
+        """A copy of the session's history, all runs, oldest first.
+
+        The accessors are for inspection, not the agent's path: they do not fail open.
+
+        Raises:
+            StoreError: the store or the clock failed (any other exception of theirs is
+                wrapped in one, as its ``__cause__``).
+        """
         return _accessors.history(self, session_key=session_key)
 
     def guard_snapshot(
         self, *, session_key: object, run_id: object = None, agent_id: object = None
     ) -> GuardSnapshot:
-        """The run's guard state; unarmed with 0 attempts when it has no guard yet."""
+        """The run's guard state; unarmed with 0 attempts when it has no guard yet.
+
+        Raises:
+            StoreError: the store or the clock failed, as for :meth:`history`.
+        """
         return _accessors.guard_snapshot(self, session_key=session_key, run_id=run_id)
 
     def last_guard_verdict(
         self, *, session_key: object, run_id: object = None
     ) -> GuardVerdict | None:
-        """The verdict of the run guard's latest observation, or ``None``."""
+        """The verdict of the run guard's latest observation, or ``None``.
+
+        Raises:
+            StoreError: the store or the clock failed, as for :meth:`history`.
+        """
         return _accessors.last_guard_verdict(self, session_key=session_key, run_id=run_id)
 
     async def ahistory(self, *, session_key: object) -> tuple[ToolCallRecord, ...]:
