@@ -87,6 +87,7 @@ class SqliteStore(Store):
 
     Raises:
         ValueError: a bad option value, or the path ``":memory:"``.
+        TypeError: a ``fail_open`` that is not a ``bool`` (``"false"`` would be true).
         StoreError: the file cannot be opened (its folder does not exist, it is a
             folder, ...; the message names the path) or was written by a newer schema.
     """
@@ -122,7 +123,9 @@ class SqliteStore(Store):
         self.idle_ttl_s = None if idle_ttl_s is None else float(idle_ttl_s)
         self.max_sessions = max_sessions
         self.busy_timeout_s = float(busy_timeout_s)
-        self.fail_open = bool(fail_open)
+        if not isinstance(fail_open, bool):
+            raise TypeError(f"fail_open must be a bool, not {type(fail_open).__name__}")
+        self.fail_open = fail_open
         self._lock = threading.RLock()
         self._depth = 0
         self._nonces: OrderedDict[int, tuple[ToolCallRecord, int]] = OrderedDict()
