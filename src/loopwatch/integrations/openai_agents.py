@@ -124,6 +124,8 @@ from loopwatch.integrations._shared import (
     Outcome,
     append_warning,
     append_warning_text,
+    check_adapter_arguments,
+    check_capacity,
     enter_guarding,
     leave_guarding,
     render_for_model,
@@ -285,6 +287,8 @@ class LoopGuardrails:
         on_critical: OnCritical = "block_call",
         max_pending: int = 4096,
     ) -> None:
+        check_adapter_arguments(guard, session_key=session_key, run_id=run_id)
+        check_capacity("max_pending", max_pending)
         self.guard = guard
         self.agent_id = agent_id
         self.options = AdapterOptions(warn_model=warn_model, on_critical=on_critical)
