@@ -187,7 +187,7 @@ def _params(arguments: str) -> object:
         return {}
     try:
         return json.loads(arguments)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
         return arguments
 
 
