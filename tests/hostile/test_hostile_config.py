@@ -208,6 +208,16 @@ def test_only_a_bool_is_a_fail_open_flag_of_the_redis_store() -> None:
         RedisStore(object(), fail_open=0)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("adaptive", [3, "identicalStreak", [1], {"bogus": 1}])
+def test_a_bad_adaptive_block_is_refused_whatever_the_profile(adaptive: object) -> None:
+    # Unused by the reference profile, but a wrong block must not wait, unnoticed, for
+    # the day the profile is switched.
+    for profile in ("reference", "adaptive"):
+        with pytest.raises(ConfigError, match=r"^loopwatch\.adaptive"):
+            LoopGuard({"enabled": True}, profile=profile, adaptive=adaptive)  # type: ignore[arg-type]
+    LoopGuard({"enabled": True}, adaptive={"identicalStreak": {"warn": 3, "block": 4}})
+
+
 def test_send_tools_from_a_generator_are_read_once() -> None:
     guard = LoopGuard({"enabled": True}, send_tools=(t for t in ["Telegram", "sms"]))
     assert guard.send_tools == frozenset({"telegram", "sms"})
