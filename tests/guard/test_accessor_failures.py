@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
+import re
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from loopwatch import LoopGuard, MemoryStore, StoreError
+from loopwatch import LoopGuard, MemoryStore, StoreError, store_from_url
 from loopwatch.detectors.compaction import GuardSnapshot
 
 S = "session"
@@ -167,3 +169,48 @@ def test_a_clock_failing_in_the_async_store_failure_handler_never_reaches_the_ag
             assert [d.action for d in decisions] == ["allow", "allow"]
 
     asyncio.run(run())
+
+
+# --- the clock is the host's: a reading that fails follows the fail-open policy ---------
+
+
+@pytest.mark.parametrize(
+    ("clock", "text"),
+    [
+        (_broken_clock, "ValueError: clock broke"),
+        (lambda: math.nan, "ClockError: clock returned nan, not epoch seconds"),
+        (lambda: math.inf, "ClockError: clock returned inf, not epoch seconds"),
+        (lambda: 1e300, "ClockError: clock returned 1e+300, not epoch seconds"),
+        (lambda: "soon", "ValueError: could not convert string to float: 'soon'"),
+    ],
+    ids=["raises", "nan", "inf", "1e300", "str"],
+)
+@pytest.mark.parametrize("backend", ["memory", "sqlite"])
+def test_a_clock_that_is_no_clock_fails_open_even_when_strict(
+    clock: Callable[[], float],
+    text: str,
+    backend: str,
+    tmp_path: Any,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A host's value, not a loopwatch bug: strict mode does not raise it. (1e300 made the
+    # SQLite store raise OverflowError; NaN and inf a bare ValueError / OverflowError.)
+    store = MemoryStore() if backend == "memory" else store_from_url(f"sqlite://{tmp_path}/x.db")
+    guard = LoopGuard(ENABLED, store=store, clock=clock, strict=True)
+    caplog.set_level(logging.WARNING, logger="loopwatch.tools")
+    decision = guard.before_call("read", {}, session_key=S)
+    assert decision.action == "allow"
+    assert guard.after_call("read", {}, session_key=S, result="x") is None
+    assert guard.critical_strike(session_key=S) == 1
+    guard.compaction_retry(session_key=S)
+    logged = [r.getMessage() for r in caplog.records if r.name == "loopwatch.tools"]
+    assert f"tool loop detection failed: tool=read error={text}" in logged
+    assert f"tool loop outcome tracking failed: tool=read error={text}" in logged
+    with pytest.raises(StoreError, match=re.escape(f"history failed: {text}")):
+        guard.history(session_key=S)
+
+
+def test_a_clock_far_in_the_past_is_still_a_clock() -> None:
+    guard = LoopGuard(ENABLED, clock=lambda: -1e12, strict=True)
+    assert guard.before_call("read", {}, session_key=S).action == "allow"
+    assert guard.after_call("read", {}, session_key=S, result="x") is not None

@@ -19,7 +19,7 @@ from loopwatch.core.records import ToolCallRecord
 from loopwatch.detectors.compaction import GuardSnapshot, GuardVerdict
 from loopwatch.errors import StoreError
 from loopwatch.guard._keys import plain_session_key, safe_run_id
-from loopwatch.guard._policy import error_text
+from loopwatch.guard._policy import UnhashableValueError, error_text
 
 if TYPE_CHECKING:
     from loopwatch.guard.loopguard import LoopGuard
@@ -31,6 +31,12 @@ UNARMED = GuardSnapshot(armed=False, remaining_attempts=0)
 
 def _wrapped(accessor: str, exc: Exception) -> StoreError:
     return StoreError(messages.ACCESSOR_FAILED.format(accessor=accessor, error=error_text(exc)))
+
+
+def _cause(exc: Exception) -> Exception:
+    """The host's own exception: a clock's, not the :class:`ClockError` that carried it."""
+    cause = exc.__cause__ if isinstance(exc, UnhashableValueError) else None
+    return cause if isinstance(cause, Exception) else exc
 
 
 def _records(reply: object) -> tuple[ToolCallRecord, ...]:
@@ -65,7 +71,7 @@ def _read(accessor: str, read: Callable[[], object], check: Callable[[object], T
     except StoreError:
         raise
     except Exception as exc:
-        raise _wrapped(accessor, exc) from exc
+        raise _wrapped(accessor, exc) from _cause(exc)
 
 
 async def _aread(
@@ -77,7 +83,7 @@ async def _aread(
     except StoreError:
         raise
     except Exception as exc:
-        raise _wrapped(accessor, exc) from exc
+        raise _wrapped(accessor, exc) from _cause(exc)
 
 
 def history(guard: LoopGuard, *, session_key: object) -> tuple[ToolCallRecord, ...]:

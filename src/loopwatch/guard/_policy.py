@@ -23,6 +23,7 @@ import logging
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Final
 
 tools_logger = logging.getLogger("loopwatch.tools")
@@ -40,12 +41,52 @@ STRICT_ENV: Final = "LOOPWATCH_STRICT"
 class UnhashableValueError(Exception):
     """A value of the host's could not be read or hashed: a documented degradation.
 
-    Covers the arguments, result and error (SPEC §8.5) and the ids the host passes (run,
-    tool call), whose conversion runs the host's own code.
+    Covers the arguments, result and error (SPEC §8.5), the ids the host passes (run,
+    tool call), whose conversion runs the host's own code, and the reading of the host's
+    ``clock`` (:class:`ClockError`).
 
     The guard wraps whatever hashing raised in it, so the policy can tell the host's values
     from loopwatch's own bugs; ``__cause__`` is the original exception.
     """
+
+
+class ClockError(UnhashableValueError):
+    """The host's ``clock`` raised, or returned something that is not epoch seconds."""
+
+
+#: The largest epoch seconds a clock reading may be (either sign): JavaScript's ``Date``
+#: range, in which the reference's millisecond timestamps live; it also keeps them within
+#: the 64-bit integers of SQLite and Redis. NaN, infinities and 1e300 are clock bugs.
+MAX_CLOCK_S: Final = 8.64e12
+
+
+def clock_failed(exc: Exception) -> ClockError:
+    """The :class:`ClockError` of a clock that raised (``exc`` is its cause)."""
+    error = ClockError(error_text(exc))
+    error.__cause__ = exc
+    return error
+
+
+def bad_reading(now: float) -> ClockError:
+    """The :class:`ClockError` of a reading out of :data:`MAX_CLOCK_S` (or NaN)."""
+    return ClockError(f"clock returned {now!r}, not epoch seconds")
+
+
+def read_clock(clock: Callable[[], float]) -> float:
+    """The clock's reading as ``float`` epoch seconds.
+
+    (``plan_before`` and ``plan_after`` inline the same steps: they run on every call.)
+
+    Raises:
+        ClockError: the clock raised, or returned something that is not epoch seconds.
+    """
+    try:
+        now = float(clock())
+    except Exception as exc:
+        raise clock_failed(exc) from exc
+    if not abs(now) <= MAX_CLOCK_S:  # NaN fails it too
+        raise bad_reading(now)
+    return now
 
 
 def strict_from_env() -> bool:
@@ -124,12 +165,17 @@ class StoreErrorRate:
 
 __all__ = [
     "FAILURE_LOG_MEMORY",
+    "MAX_CLOCK_S",
     "MAX_ERROR_TEXT",
     "STORE_ERROR_LOG_INTERVAL_S",
     "STRICT_ENV",
+    "ClockError",
     "OnceLog",
     "StoreErrorRate",
     "UnhashableValueError",
+    "bad_reading",
+    "clock_failed",
     "error_text",
+    "read_clock",
     "strict_from_env",
 ]

@@ -56,6 +56,7 @@ from loopwatch.guard._policy import (
     StoreErrorRate,
     UnhashableValueError,
     error_text,
+    read_clock,
     strict_from_env,
 )
 from loopwatch.guard._verdicts import conclude, follow_up
@@ -311,7 +312,7 @@ class LoopGuard:
     # --- plumbing --------------------------------------------------------------------
 
     def _now(self) -> float:
-        return float(self._clock())
+        return read_clock(self._clock)
 
     def _emit(self, event: LoopEvent) -> None:
         for listener in self._listeners:
