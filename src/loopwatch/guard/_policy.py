@@ -4,7 +4,8 @@ A guard never raises into the agent, except the deliberate post-compaction abort
 wrong inside a call falls into three kinds, each decided here and nowhere else:
 
 * **a value loopwatch cannot hash** (SPEC §8.5: unserialisable, cyclic, too large, or a
-  ``__str__`` that raises): the call is allowed, logged once per tool name;
+  ``__str__`` that raises), or a reading of the host's ``clock`` that fails
+  (:class:`ClockError`): the call is allowed, logged once per tool name;
 * **a store failure** (:class:`~loopwatch.errors.StoreError`): allowed (fail-open, the
   default) or blocked (a store with ``fail_open = False``), with a ``store.error`` event
   every time and a log line at a bounded rate;
