@@ -80,6 +80,18 @@ def test_an_id_setting_that_is_no_str_nor_callable_is_refused(
             build(guard, **{setting: bad})
 
 
+@pytest.mark.parametrize(("module", "name", "ids"), ADAPTERS, ids=IDS)
+@pytest.mark.parametrize("agent_id", [3, b"coder", ["coder"]], ids=repr)
+def test_an_agent_id_that_is_no_str_is_refused(
+    module: str, name: str, ids: tuple[str, ...], agent_id: object
+) -> None:
+    # Only a str selects an openclaw_config per-agent block: 3 silently selected none.
+    build = _build(module, name)
+    with pytest.raises(TypeError, match=r"^agent_id must be a str or None, not "):
+        build(LoopGuard({"enabled": True}), agent_id=agent_id)
+    build(LoopGuard({"enabled": True}), agent_id="coder")
+
+
 @pytest.mark.parametrize("session_key", [None, "", "  ", 3, lambda: "s"])
 def test_the_mcp_proxy_needs_one_fixed_session(session_key: object) -> None:
     build = _build("mcp_proxy", "McpLoopProxy")
@@ -132,4 +144,6 @@ def test_guard_agent_of_the_agent_frameworks_refuses_no_guard(module: str) -> No
         guard_agent(agent(), None)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"^session_key must be a str, a callable or None"):
         guard_agent(agent(), LoopGuard({"enabled": True}), session_key=3)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^agent_id must be a str or None"):
+        guard_agent(agent(), LoopGuard({"enabled": True}), agent_id=3)  # type: ignore[arg-type]
     guard_agent(agent(), LoopGuard({"enabled": True}), session_key="thread-1")

@@ -257,7 +257,9 @@ def recovery_message(reason: str | None) -> str:
 _GUARD_METHODS: Final = ("before_call", "abefore_call", "after_call", "aafter_call")
 
 
-def check_adapter_arguments(guard: object, **id_sources: object) -> None:
+def check_adapter_arguments(
+    guard: object, *, agent_id: object = None, **id_sources: object
+) -> None:
     """Reject, when an adapter is built, a guard or an id setting every call would fail on.
 
     Without it the mistake surfaces inside the agent's first tool call (``guard=None``: an
@@ -268,6 +270,8 @@ def check_adapter_arguments(guard: object, **id_sources: object) -> None:
     Args:
         guard: the adapter's guard: a :class:`~loopwatch.LoopGuard` or anything with the
             methods of :class:`GuardLike`.
+        agent_id: the adapter's ``agent_id``: a ``str`` or ``None`` (only a ``str`` selects
+            an ``openclaw_config`` per-agent block; ``3`` would silently select none).
         id_sources: the adapter's ``session_key`` / ``run_id`` settings by name: each a
             ``str``, a callable or ``None``.
 
@@ -284,6 +288,8 @@ def check_adapter_arguments(guard: object, **id_sources: object) -> None:
         raise TypeError(
             f"guard must be a LoopGuard, not {type(guard).__name__} (no {', '.join(missing)})"
         )
+    if agent_id is not None and not isinstance(agent_id, str):
+        raise TypeError(f"agent_id must be a str or None, not {type(agent_id).__name__}")
     for name, source in id_sources.items():
         if source is not None and not isinstance(source, str) and not callable(source):
             raise TypeError(

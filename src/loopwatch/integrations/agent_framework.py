@@ -126,7 +126,7 @@ class _Ids:
     def __init__(
         self, guard: LoopGuard, session_key: IdSource, run_id: IdSource, agent_id: str | None
     ) -> None:
-        check_adapter_arguments(guard, session_key=session_key, run_id=run_id)
+        check_adapter_arguments(guard, agent_id=agent_id, session_key=session_key, run_id=run_id)
         self.guard = guard
         self.session_key = session_key
         self.run_id = run_id

@@ -101,7 +101,7 @@ class LoopGuardHooks:
         self.agent_id = agent_id
         # end_run (and recover's second critical) is answered in the CLI's own idiom
         # (continue: false), never raised into it.
-        check_adapter_arguments(guard, session_key=session_key, run_id=run_id)
+        check_adapter_arguments(guard, agent_id=agent_id, session_key=session_key, run_id=run_id)
         self.options = AdapterOptions(warn_model=warn_model, on_critical=on_critical)
         self._pending: OrderedDict[object, ToolCall] = OrderedDict()
 

@@ -111,7 +111,7 @@ class LoopGuardToolHooks:
         self.session_key = session_key
         self.run_id = run_id
         self.agent_id = agent_id
-        check_adapter_arguments(guard, session_key=session_key, run_id=run_id)
+        check_adapter_arguments(guard, agent_id=agent_id, session_key=session_key, run_id=run_id)
         self.options = AdapterOptions(warn_model=warn_model, on_critical=on_critical)
         self.loop_error: LoopDetectedError | None = None
         self._pending: dict[int, ToolCall] = {}

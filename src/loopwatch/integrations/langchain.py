@@ -260,7 +260,7 @@ class LoopGuardMiddleware(AgentMiddleware[LoopwatchState, Any, Any]):
         on_critical: OnCritical = "block_call",
         max_sessions: int = 4096,
     ) -> None:
-        check_adapter_arguments(guard, session_key=session_key)
+        check_adapter_arguments(guard, agent_id=agent_id, session_key=session_key)
         check_capacity("max_sessions", max_sessions)
         super().__init__()
         self.guard = guard

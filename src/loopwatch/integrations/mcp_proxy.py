@@ -149,7 +149,7 @@ class McpLoopProxy:
         self.guard = guard
         self.session_key = session_key
         self.agent_id = agent_id
-        check_adapter_arguments(guard)
+        check_adapter_arguments(guard, agent_id=agent_id)
         if not isinstance(session_key, str) or not session_key.strip():
             # One fixed session for every call: anything else guards nothing.
             raise TypeError(f"session_key must be a non-blank str, not {session_key!r}")

@@ -287,7 +287,7 @@ class LoopGuardrails:
         on_critical: OnCritical = "block_call",
         max_pending: int = 4096,
     ) -> None:
-        check_adapter_arguments(guard, session_key=session_key, run_id=run_id)
+        check_adapter_arguments(guard, agent_id=agent_id, session_key=session_key, run_id=run_id)
         check_capacity("max_pending", max_pending)
         self.guard = guard
         self.agent_id = agent_id

@@ -195,7 +195,9 @@ class LoopGuardCapability(AbstractCapability[Any]):
     admissions: Admissions = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        check_adapter_arguments(self.guard, session_key=self.session_key, run_id=self.run_id)
+        check_adapter_arguments(
+            self.guard, agent_id=self.agent_id, session_key=self.session_key, run_id=self.run_id
+        )
         self.options = AdapterOptions(warn_model=self.warn_model, on_critical=self.on_critical)
         self.streams = StreamGuards(self.guard)
         self.admissions = Admissions()

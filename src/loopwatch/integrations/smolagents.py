@@ -223,7 +223,7 @@ def guard_agent(
     Raises:
         TypeError: ``agent`` is neither kind, or is already guarded.
     """
-    check_adapter_arguments(guard, session_key=session_key, run_id=run_id)
+    check_adapter_arguments(guard, agent_id=agent_id, session_key=session_key, run_id=run_id)
     options = AdapterOptions(warn_model=warn_model, on_critical=on_critical)
     if not isinstance(agent, (ToolCallingAgent, CodeAgent)):
         raise TypeError(f"guard_agent needs a ToolCallingAgent or a CodeAgent, not {type(agent)}")
