@@ -143,3 +143,15 @@ async def test_the_roots_formatter_answers_for_every_agent_of_the_run(pre_guarde
     assert result.final_output == "stopping"
     assert model.read[1] == f"Tool '{MISSING}' not found."  # after the handoff's output
     assert model.read[BLOCK_AT] == texts.UNKNOWN_TOOL_CRITICAL.format(name=MISSING, count=12)
+
+
+async def test_the_agent_given_is_guarded_even_when_guarded_already() -> None:
+    # As before handoffs were followed: guard_agent of a guarded agent adds its guardrails
+    # (only handoff targets guarded already are kept as they are).
+    first, _ = make_guard()
+    second, _ = make_guard()
+    once = guard_agent(make_agent(LoopingModel(), Counter()), first)
+    twice = guard_agent(once, second)
+    assert twice is not once
+    (tool,) = twice.tools
+    assert [g.name for g in tool.tool_input_guardrails or ()] == [GUARDRAIL_NAME] * 2

@@ -650,7 +650,7 @@ def guard_agent(
         warn_model=warn_model,
         on_critical=on_critical,
     )
-    return _HandoffGraph(guardrails).guarded(agent)
+    return _HandoffGraph(guardrails).guarded(agent, root=True)
 
 
 class _HandoffGraph:
@@ -674,9 +674,12 @@ class _HandoffGraph:
             graph = graph._known
         return None
 
-    def guarded(self, agent: Agent[TContext]) -> Agent[TContext]:
+    def guarded(self, agent: Agent[TContext], *, root: bool = False) -> Agent[TContext]:
+        """The guarded copy of ``agent``; the agent itself when it is a handoff target
+        guarded already (the ``root``, the agent ``guard_agent`` was given, is always
+        guarded by these guardrails, as before handoffs were followed)."""
         hooks = agent.hooks
-        if isinstance(hooks, _GuardHooks):
+        if isinstance(hooks, _GuardHooks) and not root:
             # Guarded already (by this graph or by a guard_agent of its own): as it is.
             self._guardrails._link(hooks.guardrails)
             return agent
