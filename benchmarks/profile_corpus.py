@@ -283,7 +283,7 @@ MICRO: tuple[tuple[str, str], ...] = (
     (
         "OutcomeWrite(8 keywords): NamedTuple",
         "OutcomeWrite(tool_name='exec', args_hash=H, tool_call_id='c1', run_id=None, "
-        "outcome=None, history_size=30, timestamp=1, adaptive_facts=None)",
+        "outcome=None, history_size=30, timestamp=1, facts=None)",
     ),
     ("ArgsMemo.of(dict of 2 scalars)", "ArgsMemo.of('exec', PARAMS, H)"),
     ("generator step: next + send + StopIteration (as guard._ops.adrive)", "drive()"),

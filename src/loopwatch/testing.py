@@ -7,7 +7,7 @@ the way a well-behaved host does (a blocked call is not run; its result is the b
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -217,12 +217,15 @@ def langchain_model(script: LoopScript | None = None) -> Any:
                     break
                 if isinstance(message, ToolMessage):
                     read.insert(0, message.content)
-            step = plan.next_call(read)
-            if step is None:
+            steps = plan.next_calls(read)
+            if not steps:
                 answer = AIMessage(content=plan.final)
             else:
-                call = {"name": step[0], "args": step[1], "id": f"call-{len(read) + 1}"}
-                answer = AIMessage(content="", tool_calls=[call])
+                calls = [
+                    {"name": name, "args": args, "id": f"call-{len(read) + i + 1}"}
+                    for i, (name, args) in enumerate(steps)
+                ]
+                answer = AIMessage(content="", tool_calls=calls)
             return ChatResult(generations=[ChatGeneration(message=answer)])
 
     return ScriptedChatModel()
@@ -245,17 +248,21 @@ def openai_agents_model(script: LoopScript | None = None) -> Any:
             for item in items
             if isinstance(item, dict) and item.get("type") == "function_call_output"
         ]
-        step = plan.next_call(read)
-        if step is None:
+        steps = plan.next_calls(read)
+        if not steps:
             return [assistant_message(plan.final)]
-        return [function_call(step[0], step[1], call_id=f"call-{len(read) + 1}")]
+        return [
+            function_call(name, args, call_id=f"call-{len(read) + i + 1}")
+            for i, (name, args) in enumerate(steps)
+        ]
 
     return ScriptedModel([ModelStep.respond(respond) for _ in range(plan.times + 1)])
 
 
 def pydantic_ai_model(script: LoopScript | None = None) -> Any:
     """A pydantic-ai model playing ``script`` offline (``Agent(model=...)``): a
-    ``FunctionModel`` reading the ``ToolReturnPart`` / ``RetryPromptPart`` contents."""
+    ``FunctionModel`` reading the ``ToolReturnPart`` / ``RetryPromptPart`` contents, for
+    ``run`` / ``run_sync`` and streamed runs (``run_stream``) alike."""
     from pydantic_ai.messages import (
         ModelMessage,
         ModelRequest,
@@ -265,7 +272,7 @@ def pydantic_ai_model(script: LoopScript | None = None) -> Any:
         ToolCallPart,
         ToolReturnPart,
     )
-    from pydantic_ai.models.function import AgentInfo, FunctionModel
+    from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
 
     plan = script if script is not None else LoopScript()
 
@@ -276,12 +283,31 @@ def pydantic_ai_model(script: LoopScript | None = None) -> Any:
                 for part in message.parts:
                     if isinstance(part, (ToolReturnPart, RetryPromptPart)):
                         read.append(part.content)
-        step = plan.next_call(read)
-        if step is None:
+        steps = plan.next_calls(read)
+        if not steps:
             return ModelResponse(parts=[TextPart(plan.final)])
-        return ModelResponse(parts=[ToolCallPart(step[0], step[1], f"call-{len(read) + 1}")])
+        return ModelResponse(
+            parts=[
+                ToolCallPart(name, args, f"call-{len(read) + i + 1}")
+                for i, (name, args) in enumerate(steps)
+            ]
+        )
 
-    return FunctionModel(respond)
+    async def stream(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[Any]:
+        # agent.run_stream / iter with streamed requests: the same answer, one delta a part.
+        for index, part in enumerate(respond(messages, info).parts):
+            if isinstance(part, TextPart):
+                yield part.content
+            elif isinstance(part, ToolCallPart):
+                yield {
+                    index: DeltaToolCall(
+                        name=part.tool_name,
+                        json_args=part.args_as_json_str(),
+                        tool_call_id=part.tool_call_id,
+                    )
+                }
+
+    return FunctionModel(respond, stream_function=stream)
 
 
 __all__ += ["langchain_model", "openai_agents_model", "pydantic_ai_model"]

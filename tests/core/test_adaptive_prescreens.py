@@ -15,21 +15,23 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_adaptive_screens import _plain_edits_in_place  # the plain in-place scan, shared
 
-from loopwatch.detectors.adaptive import progress
+from loopwatch.detectors.adaptive import shell_text
 from loopwatch.detectors.adaptive.failures import _VOLATILE, mask_volatile
 from loopwatch.detectors.adaptive.progress import (
+    _UNCHANGED_SCAN_CHARS,
+    _UNCHANGED_TEXT,
+    _UNCHANGED_WORDS,
+    reports_unchanged,
+)
+from loopwatch.detectors.adaptive.shell_text import (
     _CODE_WRITE_WORDS,
     _CODE_WRITES,
     _INLINE_SHELL,
     _INLINE_WORDS,
-    _UNCHANGED_SCAN_CHARS,
-    _UNCHANGED_TEXT,
-    _UNCHANGED_WORDS,
     READ_ONLY_COMMANDS,
     ReadOnlyMemo,
     _code_writes,
     _may_match,
-    reports_unchanged,
     shell_command_is_read_only,
     shell_command_mutates,
 )
@@ -249,15 +251,15 @@ def test_the_memo_answers_as_the_plain_judgement(
     commands: list[str], read_only: frozenset[str], size: int
 ) -> None:
     memo = ReadOnlyMemo(read_only)
-    original = progress.READ_ONLY_MEMO_SIZE
-    progress.READ_ONLY_MEMO_SIZE = size  # type: ignore[misc]  # a tiny memo: clears often
+    original = shell_text.READ_ONLY_MEMO_SIZE
+    shell_text.READ_ONLY_MEMO_SIZE = size  # type: ignore[misc]  # a tiny memo: clears often
     try:
         for command in commands + commands[::-1] + [_Text(c) for c in commands]:
             assert memo(command) is shell_command_is_read_only(command, read_only)
         assert len(memo._memo) <= size
         assert all(type(key) is str for key in memo._memo)
     finally:
-        progress.READ_ONLY_MEMO_SIZE = original  # type: ignore[misc]
+        shell_text.READ_ONLY_MEMO_SIZE = original  # type: ignore[misc]
 
 
 def test_the_memo_keeps_no_long_command() -> None:
@@ -370,10 +372,10 @@ def test_the_inline_script_is_still_judged() -> None:
 
 
 def _simple_command_reads_plain(words: list[str], read_only: frozenset[str]) -> bool:
-    """``progress._simple_command_reads`` without its screens (every word tried, a copy)."""
+    """``shell_text._simple_command_reads`` without its screens (every word tried, a copy)."""
     index = 0
     while index < len(words) and (
-        words[index] in progress._PREFIX_WORDS or progress._ASSIGNMENT.match(words[index])
+        words[index] in shell_text._PREFIX_WORDS or shell_text._ASSIGNMENT.match(words[index])
     ):
         index += 1
     if index < len(words) and words[index] == "timeout":
@@ -381,7 +383,7 @@ def _simple_command_reads_plain(words: list[str], read_only: frozenset[str]) -> 
         while index < len(words) and (words[index].startswith("-") or words[index][:1].isdigit()):
             index += 1
     words = words[index:]
-    if not words or all(word in progress._CLOSING_WORDS for word in words):
+    if not words or all(word in shell_text._CLOSING_WORDS for word in words):
         return True
     name = words[0].rsplit("/", 1)[-1]
     if name not in read_only:
@@ -391,9 +393,9 @@ def _simple_command_reads_plain(words: list[str], read_only: frozenset[str]) -> 
     if name not in read_only:
         return False
     if name == "git":
-        return progress._git_reads(words)
+        return shell_text._git_reads(words)
     if name == "find":
-        return not any(word in progress._FIND_ACTIONS for word in words)
+        return not any(word in shell_text._FIND_ACTIONS for word in words)
     return True
 
 
@@ -404,11 +406,11 @@ def _read_only_writes_first(command: str, read_only: frozenset[str]) -> bool:
         return False
     if shell_command_mutates(command):
         return False
-    shell, _bodies = progress._split_heredocs(command)
-    unquoted = progress._QUOTED.sub("Q", shell)
+    shell, _bodies = shell_text._split_heredocs(command)
+    unquoted = shell_text._QUOTED.sub("Q", shell)
     return all(
         _simple_command_reads_plain(part.split(), read_only)
-        for part in progress._SIMPLE_SPLIT.split(progress._FD_REDIRECT.sub(" ", unquoted))
+        for part in shell_text._SIMPLE_SPLIT.split(shell_text._FD_REDIRECT.sub(" ", unquoted))
     )
 
 
@@ -467,7 +469,7 @@ _WORD_FRAGMENTS = (
 def test_simple_command_reads_answers_as_the_plain_test(
     words: list[str], read_only: frozenset[str]
 ) -> None:
-    assert progress._simple_command_reads(list(words), read_only) is _simple_command_reads_plain(
+    assert shell_text._simple_command_reads(list(words), read_only) is _simple_command_reads_plain(
         list(words), read_only
     )
 
@@ -475,16 +477,16 @@ def test_simple_command_reads_answers_as_the_plain_test(
 @given(st.text(max_size=20))
 def test_an_assignment_holds_an_equals_sign(word: str) -> None:
     if "=" not in word:
-        assert progress._ASSIGNMENT.match(word) is None
+        assert shell_text._ASSIGNMENT.match(word) is None
 
 
 @given(st.text(max_size=40))
 def test_text_without_a_quote_or_an_ampersand_has_nothing_to_replace(text: str) -> None:
     if "'" not in text and '"' not in text:
-        assert progress._QUOTED.sub("Q", text) == text == progress._strip_quotes(text)
+        assert shell_text._QUOTED.sub("Q", text) == text == shell_text._strip_quotes(text)
     if "&" not in text:
-        assert progress._FD_REDIRECT.sub(" ", text) == text
-    assert progress._strip_quotes(text) == progress._QUOTED.sub("Q", text)
+        assert shell_text._FD_REDIRECT.sub(" ", text) == text
+    assert shell_text._strip_quotes(text) == shell_text._QUOTED.sub("Q", text)
 
 
 def test_reads_first_still_finds_the_writes_of_a_reading_command() -> None:
@@ -530,19 +532,19 @@ _IN_PLACE_FRAGMENTS = (
 @settings(max_examples=1500)
 @given(st.lists(st.sampled_from(_IN_PLACE_FRAGMENTS), max_size=14).map("".join))
 def test_edits_in_place_answers_as_the_plain_pass(shell: str) -> None:
-    assert progress._edits_in_place(shell) is _plain_edits_in_place(shell)
+    assert shell_text._edits_in_place(shell) is _plain_edits_in_place(shell)
 
 
 @given(st.text(max_size=30))
 def test_edits_in_place_answers_as_the_plain_pass_on_any_text(text: str) -> None:
     for shell in (text, "sed " + text + " -i", text + " | tee f", "perl -pi " + text):
-        assert progress._edits_in_place(shell) is _plain_edits_in_place(shell)
+        assert shell_text._edits_in_place(shell) is _plain_edits_in_place(shell)
 
 
 @given(st.text(max_size=12))
 def test_only_an_option_is_an_in_place_option(word: str) -> None:
     if not word.startswith("-"):
-        assert not any(option.fullmatch(word) for option in progress._IN_PLACE.values())
+        assert not any(option.fullmatch(word) for option in shell_text._IN_PLACE.values())
 
 
 # --- a plain str result is told from a mapping without the ABC check ---------------------

@@ -105,7 +105,7 @@ def test_the_quiet_shortcut_answers_as_the_detectors_do(
         source = view.fields()
         start = max(0, len(source) - window)
         decoded = [
-            record_from_history(r.tool_name, r.args_hash, r.result_hash, r.adaptive_facts, config)
+            record_from_history(r.tool_name, r.args_hash, r.result_hash, r.facts, config)
             for r in source[start:]
         ]
         expected = evaluate_adaptive(decoded, tool, args_hash, config)

@@ -28,8 +28,8 @@ from loopwatch.detectors.adaptive import (
     build_adaptive_record,
     encode_facts,
     evaluate_adaptive,
-    progress,
     record_from_history,
+    shell_text,
 )
 from loopwatch.detectors.adaptive.detectors import DETECTOR_TABLE, _evaluate
 from loopwatch.detectors.adaptive.screens import SCREENS, WindowSummary, summarise
@@ -352,9 +352,7 @@ def test_the_profile_decodes_as_record_from_history(
     ]
     decoded = profile._decoded(window, None)
     assert decoded == [
-        record_from_history(
-            r.tool_name, r.args_hash, r.result_hash, r.adaptive_facts, profile.config
-        )
+        record_from_history(r.tool_name, r.args_hash, r.result_hash, r.facts, profile.config)
         for r in window
     ]
 
@@ -399,10 +397,10 @@ def _plain_split_heredocs(command: str) -> tuple[str, str]:
         line = lines[index]
         shell.append(line)
         delimiters = [
-            m.group(2) for m in progress._HEREDOC_START.finditer(progress._strip_quotes(line))
+            m.group(2) for m in shell_text._HEREDOC_START.finditer(shell_text._strip_quotes(line))
         ]
         if not delimiters:
-            delimiters = [m.group(2) for m in progress._HEREDOC_START.finditer(line)]
+            delimiters = [m.group(2) for m in shell_text._HEREDOC_START.finditer(line)]
         index += 1
         for delimiter in delimiters:
             while index < len(lines) and lines[index].strip() != delimiter:
@@ -414,13 +412,13 @@ def _plain_split_heredocs(command: str) -> tuple[str, str]:
 
 def _plain_edits_in_place(shell: str) -> bool:
     """The in-place scan without its shortcut."""
-    for segment in progress._SIMPLE_COMMANDS.finditer(shell):
+    for segment in shell_text._SIMPLE_COMMANDS.finditer(shell):
         after: set[str] = set()
         file_after = False
         for word in reversed(segment.group().split()):
-            if (word in progress._IN_PLACE and word in after) or (word == "tee" and file_after):
+            if (word in shell_text._IN_PLACE and word in after) or (word == "tee" and file_after):
                 return True
-            after.update(e for e, option in progress._IN_PLACE.items() if option.fullmatch(word))
+            after.update(e for e, option in shell_text._IN_PLACE.items() if option.fullmatch(word))
             file_after = file_after or not (word.startswith("-") or word == "/dev/null")
     return False
 
@@ -428,12 +426,14 @@ def _plain_edits_in_place(shell: str) -> bool:
 @settings(max_examples=1000, deadline=None)
 @given(SHELL)
 def test_shell_shortcuts_answer_as_the_plain_scans(command: str) -> None:
-    assert progress._split_heredocs(command) == _plain_split_heredocs(command)
-    assert progress._edits_in_place(command) == _plain_edits_in_place(command)
-    assert (progress._ANY_CODE_WRITE.search(command) is not None) == any(
-        p.search(command) for p in progress._CODE_WRITES
+    assert shell_text._split_heredocs(command) == _plain_split_heredocs(command)
+    assert shell_text._edits_in_place(command) == _plain_edits_in_place(command)
+    assert (shell_text._ANY_CODE_WRITE.search(command) is not None) == any(
+        p.search(command) for p in shell_text._CODE_WRITES
     )
-    assert progress._shell_writes(command) == any(p.search(command) for p in progress._SHELL_WRITES)
+    assert shell_text._shell_writes(command) == any(
+        p.search(command) for p in shell_text._SHELL_WRITES
+    )
 
 
 @pytest.mark.parametrize(
@@ -451,7 +451,7 @@ def test_shell_shortcuts_answer_as_the_plain_scans(command: str) -> None:
     ],
 )
 def test_shell_writes_examples(command: str, mutates: bool) -> None:
-    assert progress.shell_command_mutates(command) is mutates
+    assert shell_text.shell_command_mutates(command) is mutates
 
 
 def test_a_detector_without_a_screen_runs_on_every_call(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loopwatch.detectors.adaptive.progress import _strip_quotes
+from loopwatch.detectors.adaptive.shell_text import _strip_quotes
 
 
 def _strip_quotes_by_hand(shell: str) -> str:
@@ -133,33 +133,33 @@ _FRAGMENTS = (
 @settings(max_examples=800)
 @given(st.lists(st.sampled_from(_FRAGMENTS), max_size=12).map("".join))
 def test_a_text_without_a_family_word_matches_no_pattern_of_that_family(text: str) -> None:
-    from loopwatch.detectors.adaptive import progress
+    from loopwatch.detectors.adaptive import shell_text
 
     families = (
-        (progress._SHELL_WRITES, progress._SHELL_WRITE_WORDS),
-        (progress._CODE_WRITES, progress._CODE_WRITE_WORDS),
+        (shell_text._SHELL_WRITES, shell_text._SHELL_WRITE_WORDS),
+        (shell_text._CODE_WRITES, shell_text._CODE_WRITE_WORDS),
     )
     for patterns, words in families:
-        if not progress._may_match(text, words):
+        if not shell_text._may_match(text, words):
             assert all(pattern.search(text) is None for pattern in patterns), text
-    for words, pattern in progress._SHELL_WRITE_SCREENS:  # each shell pattern's own words
-        if not progress._may_match(text, words):
+    for words, pattern in shell_text._SHELL_WRITE_SCREENS:  # each shell pattern's own words
+        if not shell_text._may_match(text, words):
             assert pattern.search(text) is None, (pattern.pattern, text)
-    assert progress._shell_writes(text) == any(p.search(text) for p in progress._SHELL_WRITES)
+    assert shell_text._shell_writes(text) == any(p.search(text) for p in shell_text._SHELL_WRITES)
 
 
 def test_the_shell_write_screens_are_the_patterns_and_their_words() -> None:
-    from loopwatch.detectors.adaptive import progress
+    from loopwatch.detectors.adaptive import shell_text
 
-    screens = progress._SHELL_WRITE_SCREENS
-    assert tuple(pattern for _words, pattern in screens) == progress._SHELL_WRITES
+    screens = shell_text._SHELL_WRITE_SCREENS
+    assert tuple(pattern for _words, pattern in screens) == shell_text._SHELL_WRITES
     assert {word for words, _pattern in screens for word in words} == set(
-        progress._SHELL_WRITE_WORDS
+        shell_text._SHELL_WRITE_WORDS
     )
 
 
 def test_write_screens_keep_the_answers() -> None:
-    from loopwatch.detectors.adaptive.progress import shell_command_mutates
+    from loopwatch.detectors.adaptive.shell_text import shell_command_mutates
 
     assert shell_command_mutates("echo hi > out.txt")
     assert shell_command_mutates("cd src && rm -rf build")
@@ -178,10 +178,10 @@ def test_write_screens_keep_the_answers() -> None:
     )
 )
 def test_the_word_patterns_find_exactly_the_family_words(text: str) -> None:
-    from loopwatch.detectors.adaptive import progress
+    from loopwatch.detectors.adaptive import shell_text
 
     for pattern, words in (
-        (progress._SHELL_WRITE_WORD, progress._SHELL_WRITE_WORDS),
-        (progress._CODE_WRITE_WORD, progress._CODE_WRITE_WORDS),
+        (shell_text._SHELL_WRITE_WORD, shell_text._SHELL_WRITE_WORDS),
+        (shell_text._CODE_WRITE_WORD, shell_text._CODE_WRITE_WORDS),
     ):
-        assert (pattern.search(text) is not None) is progress._may_match(text, words), text
+        assert (pattern.search(text) is not None) is shell_text._may_match(text, words), text

@@ -34,11 +34,11 @@ from loopwatch.core._undefined import UNDEFINED
 from loopwatch.core.fingerprint import (
     MAX_DEPTH,
     digest,
-    format_js_number,
     hash_tool_call,
     sha256_hex,
     stable_stringify,
 )
+from loopwatch.core.jsnumber import format_js_number
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[1] / "data" / "spec_examples"
 

@@ -212,8 +212,7 @@ CONFIGS = [
 
 def fields_of(records: Sequence[Any]) -> list[tuple[Any, ...]]:
     return [
-        (r.tool_name, r.args_hash, r.result_hash, r.unknown_tool_name, r.adaptive_facts)
-        for r in records
+        (r.tool_name, r.args_hash, r.result_hash, r.unknown_tool_name, r.facts) for r in records
     ]
 
 
@@ -251,7 +250,7 @@ def run_op(store: Store, op: object, begun: dict[str, list[ToolCallRecord]], now
             outcome=OutcomeHash(RESULTS[op.result], op.unknown),
             history_size=op.size,
             timestamp=99,
-            adaptive_facts=op.facts,
+            facts=op.facts,
         )
         return store.record_outcome(op.session, write, GuardSpec(2, True), now)
     if isinstance(op, CancelOlder):

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from loopwatch.core.lazyre import LazyPattern, lazy_compile
-from loopwatch.detectors.adaptive import failures, progress
+from loopwatch.detectors.adaptive import failures, progress, shell_text
 
 
 def _lazy_patterns(value: object) -> Iterator[LazyPattern]:
@@ -25,7 +25,12 @@ def _lazy_patterns(value: object) -> Iterator[LazyPattern]:
 
 
 def test_every_lazy_pattern_of_the_adaptive_profile_compiles() -> None:
-    found = [p for m in (failures, progress) for v in vars(m).values() for p in _lazy_patterns(v)]
+    found = [
+        p
+        for m in (failures, progress, shell_text)
+        for v in vars(m).values()
+        for p in _lazy_patterns(v)
+    ]
     assert len(found) >= 40  # the module-level patterns, tuples and dicts included
     for pattern in found:
         assert pattern.compiled() == re.compile(pattern.pattern, pattern.flags)

@@ -43,7 +43,7 @@ class CapProfile(DetectorProfile):
 
     def detect(self, history: Any, call: UpcomingCall, config: Any) -> LoopVerdict:
         records = history.fields() if hasattr(history, "fields") else history
-        self.facts_seen = [r.adaptive_facts for r in records]
+        self.facts_seen = [r.facts for r in records]
         count = sum(1 for r in records if r.tool_name == call.tool_name) + 1
         if count > self.cap:
             return LoopVerdict(
@@ -69,7 +69,7 @@ def test_a_profile_from_outside_the_package_decides_and_owns_its_facts() -> None
     assert actions == ["allow", "allow", "allow", "block", "block"]
     # The facts slot is the profile's: written at before_call, replaced at after_call.
     assert profile.facts_seen == ["cap1|done"] * 3
-    assert [r.adaptive_facts for r in guard.history(session_key=S)] == ["cap1|done"] * 3
+    assert [r.facts for r in guard.history(session_key=S)] == ["cap1|done"] * 3
 
 
 class PerToolCap:

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from loopwatch import LoopGuard
 from loopwatch.core import fingerprint as fp
+from loopwatch.core import jsnumber
 from loopwatch.core.fingerprint import (
     digest,
     hash_tool_call,
@@ -192,7 +193,7 @@ def test_a_big_member_count_is_refused_alike_on_both_paths() -> None:
     assert stable_stringify([[0] * 1000 for _ in range(10)]).count("0") == 10_000
 
 
-@pytest.mark.parametrize("digits", [4_301, 5_000, 50_000, fp.MAX_INT_DIGITS])
+@pytest.mark.parametrize("digits", [4_301, 5_000, 50_000, jsnumber.MAX_INT_DIGITS])
 def test_ints_beyond_pythons_str_limit_are_hashed_by_their_digits(digits: int) -> None:
     n = 10**digits - 7
     expected = "9" * (digits - 1) + "3"
@@ -204,7 +205,7 @@ def test_ints_beyond_pythons_str_limit_are_hashed_by_their_digits(digits: int) -
 
 def test_ints_longer_than_the_documented_bound_are_unserialisable() -> None:
     with pytest.raises(TypeError, match="digits"):
-        stable_stringify([10 ** (fp.MAX_INT_DIGITS + 10)])
+        stable_stringify([10 ** (jsnumber.MAX_INT_DIGITS + 10)])
 
 
 def test_colliding_keys_give_a_bounded_message() -> None:

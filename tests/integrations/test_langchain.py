@@ -326,3 +326,102 @@ def test_listed_before_a_tool_error_middleware_the_warning_rides_on_its_message(
 
     assert warned([None, errors_as_messages])
     assert not warned([errors_as_messages, None])
+
+
+def react_agent(guard: Any, counter: Counter, script: Script, **kw: Any) -> Any:
+    """LangGraph's prebuilt ``create_react_agent`` (no middleware): the middleware's tool
+    hooks given to its ``ToolNode``, as the README shows."""
+    import warnings
+
+    from langgraph.prebuilt import ToolNode, create_react_agent
+
+    middleware = LoopGuardMiddleware(guard)
+    node = ToolNode(
+        [read_tool(counter)],
+        wrap_tool_call=middleware.wrap_tool_call,
+        awrap_tool_call=middleware.awrap_tool_call,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # create_react_agent is deprecated since LangGraph 1.0
+        return create_react_agent(ScriptedChatModel(script=script), tools=node, **kw)
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+async def test_create_react_agent_without_a_thread_is_guarded(asynchronous: bool) -> None:
+    # The ToolNode's hooks never see the middleware's before_agent, and a graph without a
+    # thread has no thread id: the session was None, which skips the guard, so the loop
+    # ran unguarded. Now the conversation's first message id is the session.
+    guard, events = make_guard()
+    counter = Counter()
+    agent = react_agent(guard, counter, looping(max_calls=BLOCK_AT + 4))
+    state = await agent.ainvoke(GO, RUN_CONFIG) if asynchronous else agent.invoke(GO, RUN_CONFIG)
+
+    shown = [m.content for m in tool_messages(state)]
+    assert counter.calls == BLOCK_AT - 1
+    assert shown[WARN_AT - 1] == WARNED_RESULT
+    assert shown[BLOCK_AT - 1] == CRITICAL
+    assert [e.type for e in events] == ["tool.loop", "tool.loop", "tool.execution.blocked"]
+
+
+def test_create_react_agent_each_conversation_is_its_own_session() -> None:
+    guard, events = make_guard()
+    counter = Counter()
+    agent = react_agent(guard, counter, looping(max_calls=8))
+    for _ in range(3):  # 24 identical calls in all, but never 13 in one conversation
+        agent.invoke(GO, RUN_CONFIG)
+    assert counter.calls == 24
+    assert events == []
+
+    # With a checkpointer, a thread is one conversation across invocations.
+    threaded = react_agent(guard, counter, looping(max_calls=4), checkpointer=InMemorySaver())
+    config = RunnableConfig(recursion_limit=200, configurable={"thread_id": "t-1"})
+    for _ in range(2):
+        threaded.invoke(GO, config)
+    assert len(guard.history(session_key="t-1")) == 8
+
+
+def test_the_scripted_model_makes_parallel_calls() -> None:
+    # loopwatch.testing.langchain_model honours LoopScript.per_turn (it made one call a
+    # message): a turn of 3 identical calls is admitted as one batch, 19 runs, not 20.
+    from loopwatch.testing import langchain_model, loop_script
+
+    guard, events = make_guard(config={"enabled": True})
+    counter = Counter()
+    agent = create_agent(
+        langchain_model(loop_script(times=25, per_turn=3)),
+        tools=[read_tool(counter)],
+        middleware=[LoopGuardMiddleware(guard)],
+    )
+    agent.invoke(GO, RUN_CONFIG)
+    assert counter.calls == 19
+    assert sum(e.type == "tool.execution.blocked" for e in events) == 6
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+async def test_create_react_agent_admits_a_message_s_calls_as_one_turn(asynchronous: bool) -> None:
+    # A bare ToolNode has no model hook to admit a message's calls together: they were
+    # decided one by one (20 runs sync, 21 async, of 25 identical calls 3 a message). The
+    # first of them to reach the tool hooks now admits them all (19, as create_agent).
+    from langgraph.prebuilt import ToolNode, create_react_agent
+
+    from loopwatch.testing import langchain_model, loop_script
+
+    guard, events = make_guard(config={"enabled": True})
+    counter = Counter()
+    middleware = LoopGuardMiddleware(guard)
+    node = ToolNode(
+        [read_tool(counter)],
+        wrap_tool_call=middleware.wrap_tool_call,
+        awrap_tool_call=middleware.awrap_tool_call,
+    )
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        agent = create_react_agent(langchain_model(loop_script(times=25, per_turn=3)), tools=node)
+    if asynchronous:
+        await agent.ainvoke(GO, RUN_CONFIG)
+    else:
+        agent.invoke(GO, RUN_CONFIG)
+    assert counter.calls == 19
+    assert sum(e.type == "tool.execution.blocked" for e in events) == 6

@@ -312,16 +312,17 @@ def test_program_calls_are_told_apart() -> None:
 
 @pytest.mark.parametrize(
     ("session_key", "runs"),
-    [(None, 21), (lambda ctx: ctx.context["thread_id"], 18)],
+    [(None, 18), (lambda ctx: ctx.context["thread_id"], 18)],
     ids=["group-id-only", "session-key"],
 )
-async def test_with_tracing_off_a_session_key_admits_a_response_as_one_batch(
+async def test_with_tracing_off_a_response_is_admitted_as_one_batch(
     session_key: Any, runs: int
 ) -> None:
-    # The README's note: with tracing off, only the tool guardrails see RunConfig.group_id,
-    # so the calls of one response are decided one by one (21 of 30 identical calls run,
-    # three per response); a session_key callable taking the run context restores the
-    # batch (18 run: the seventh response is blocked whole). Default thresholds (20).
+    # With tracing off, only the tool guardrails see RunConfig.group_id, not the hook that
+    # reads each response: the calls of one response were decided one by one (21 of 30
+    # identical calls ran, three per response). Now the first of them to reach its input
+    # guardrail admits them all, as a session_key callable taking the run context lets the
+    # hook do (18 run: the seventh response is blocked whole). Default thresholds (20).
     guard = LoopGuard({"enabled": True})
     counter = Counter()
     steps = [
@@ -410,3 +411,65 @@ async def test_without_the_formatter_the_model_reads_the_sdk_text() -> None:
 def test_the_formatter_needs_a_guarded_agent() -> None:
     with pytest.raises(ValueError, match="guard_agent"):
         tool_error_formatter(Agent(name="plain"))
+
+
+def test_the_scripted_model_makes_parallel_calls() -> None:
+    # loopwatch.testing.openai_agents_model honours LoopScript.per_turn (it made one call a
+    # response): a turn of 3 identical calls is admitted as one batch, 19 runs, not 20.
+    from loopwatch.testing import loop_script, openai_agents_model
+
+    events: list[Any] = []
+    runs: list[str] = []
+
+    @function_tool
+    def read_file(path: str) -> str:
+        """Read a file."""
+        runs.append(path)
+        return "the notes"
+
+    agent = guard_agent(
+        Agent(
+            name="reader",
+            model=openai_agents_model(loop_script(times=25, per_turn=3)),
+            tools=[read_file],
+        ),
+        LoopGuard({"enabled": True}, listeners=[events.append]),
+        session_key="thread-1",
+    )
+    Runner.run_sync(agent, "go", max_turns=30)
+    assert len(runs) == 19
+    assert sum(e.type == "tool.execution.blocked" for e in events) == 6
+
+
+async def test_the_tools_of_the_agents_mcp_servers_are_guarded() -> None:
+    # Agent(mcp_servers=[...]): the SDK lists the servers' tools at each turn, as function
+    # tools the guarded copy never held, so they ran unguarded (30 of 30 calls reached
+    # the server). The copy now guards them as they are listed.
+    import pathlib
+    import sys
+
+    from agents.mcp import MCPServerStdio
+
+    from loopwatch.testing import loop_script, openai_agents_model
+
+    server_script = pathlib.Path(__file__).with_name("mcp_echo_server.py")
+    events: list[Any] = []
+    params: Any = {"command": sys.executable, "args": [str(server_script)]}
+    async with MCPServerStdio(params=params, cache_tools_list=True) as server:
+        agent = guard_agent(
+            Agent(
+                name="reader",
+                model=openai_agents_model(loop_script(args={"path": "notes.txt"}, times=25)),
+                mcp_servers=[server],
+            ),
+            LoopGuard({"enabled": True}, listeners=[events.append]),
+            session_key="thread-1",
+        )
+        result = await Runner.run(agent, "go", max_turns=30)
+        ran = await server.call_tool("stats", {})
+
+    outputs = [str(i.output) for i in result.new_items if i.type == "tool_call_output_item"]
+    assert ran.content[0].text == "20"  # type: ignore[union-attr]
+    assert texts.GENERIC_WARNING.format(tool="read_file", count=10) in outputs[10]
+    assert outputs[20] == texts.GENERIC_CRITICAL.format(tool="read_file", count=20)
+    assert sum(e.type == "tool.execution.blocked" for e in events) == 5

@@ -285,3 +285,29 @@ def test_a_request_context_of_another_shape_is_sent_as_it_is(
         sent = asyncio.run(capability.before_model_request(None, odd))  # type: ignore[arg-type]
     assert sent is odd
     assert "loop warnings not added" in caplog.text
+
+
+@pytest.mark.parametrize("per_turn", [1, 3])
+async def test_a_streamed_run_with_the_scripted_model(per_turn: int) -> None:
+    # agent.run_stream with loopwatch.testing's model (it had no stream_function, so a
+    # streamed run failed at its first request): guarded like a plain run, and the calls
+    # of one streamed response are admitted together.
+    from loopwatch.testing import loop_script, pydantic_ai_model
+
+    events: list[Any] = []
+    guard = LoopGuard({"enabled": True}, listeners=[events.append])
+    agent: Agent[None, str] = Agent(
+        pydantic_ai_model(loop_script(times=25, per_turn=per_turn)),
+        capabilities=[LoopGuardCapability(guard)],
+    )
+    counter = Counter()
+
+    @agent.tool_plain
+    def read_file(path: str) -> str:
+        """Read a file."""
+        return counter()
+
+    async with agent.run_stream("go", usage_limits=LIMITS, conversation_id="s") as run:
+        assert await run.get_output() == "done"
+    assert counter.calls == (20 if per_turn == 1 else 19)
+    assert sum(e.type == "tool.execution.blocked" for e in events) == (5 if per_turn == 1 else 6)

@@ -18,6 +18,7 @@ from framework_matrix import (
 from smolagents import CodeAgent, Tool, ToolCallingAgent
 from smolagents.agents import ToolOutput
 from smolagents.memory import ActionStep
+from smolagents.models import ChatMessage, MessageRole, Model
 
 from loopwatch import LoopDetectedError
 from loopwatch.integrations.smolagents import ScriptedModel, guard_agent
@@ -199,3 +200,76 @@ def test_a_guard_tool_function_inside_a_code_agent_tool_is_guarded_once() -> Non
     assert tools.total == 20
     assert blocks(events) == 40
     assert sum(str(BY_NAME["repeat"].warning) in s for s in shown) == 1
+
+
+class _CodeModel(Model):  # type: ignore[misc]
+    """A smolagents model for a ``CodeAgent``: writes ``code`` ``times`` times, then ends."""
+
+    def __init__(self, code: str, times: int) -> None:
+        super().__init__(model_id="scripted-code")
+        self.code = code
+        self.times = times
+        self.turns = 0
+
+    def generate(self, messages: Any, *args: Any, **kwargs: Any) -> ChatMessage:
+        self.turns += 1
+        body = self.code if self.turns <= self.times else "final_answer('done')"
+        return ChatMessage(
+            role=MessageRole.ASSISTANT, content=f"Thought: go\n<code>\n{body}\n</code>"
+        )
+
+
+def test_code_agents_sharing_tools_each_guard_their_own_calls() -> None:
+    # One set of tools (a module's @tool objects) serves an agent per conversation. Each
+    # agent's tools are guarded copies: the first agent's guard and session used to stay
+    # wrapped around the shared tool, so the second conversation's 5th healthy call was
+    # blocked by the first one's history (and each agent stacked one more layer).
+    tools = Tools()
+    shared = smol_tools(tools)
+    originals = {tool.name: tool.forward for tool in shared}
+    runs = []
+    for _ in range(2):
+        guard, events = make_guard()
+        agent = guard_agent(
+            CodeAgent(
+                tools=shared,
+                model=_CodeModel("print(read_file(path='notes.txt'))", times=15),
+                max_steps=20,
+                verbosity_level=0,
+            ),
+            guard,
+        )
+        agent.run("Summarise notes.txt")
+        read = observations(agent)
+        runs.append((blocks(events), sum(str(BY_NAME["repeat"].warning) in r for r in read)))
+
+    assert runs == [(0, 1), (0, 1)]
+    assert tools.runs["read_file"] == 30
+    assert {tool.name: tool.forward for tool in shared} == originals
+    with pytest.raises(TypeError, match="already guarded"):
+        guard_agent(agent, guard)
+
+
+def test_a_code_agent_reads_the_warning_of_a_failing_tool() -> None:
+    # The code's error is what a CodeAgent's model reads: the warning rides on it, and the
+    # error keeps its type (before, the warning of a failing call was never shown).
+    guard, events = make_guard()
+    tools = Tools()
+    code = "print(flaky_read(path='notes.txt'))"
+    agent = guard_agent(
+        CodeAgent(
+            tools=smol_tools(tools),
+            model=_CodeModel(code, times=25),
+            max_steps=30,
+            verbosity_level=0,
+        ),
+        guard,
+    )
+    agent.run("Summarise notes.txt")
+    read = observations(agent)
+
+    assert tools.runs["flaky_read"] == 20
+    assert blocks(events) == 5
+    warned = [r for r in read if str(BY_NAME["failing"].warning) in r]
+    assert len(warned) == 1
+    assert f"RuntimeError: {FAILURE}" in warned[0]

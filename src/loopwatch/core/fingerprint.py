@@ -37,6 +37,12 @@ from typing import Any, Final
 
 from loopwatch.core import _fastjson
 from loopwatch.core._undefined import UNDEFINED
+from loopwatch.core.jsnumber import (
+    UnserializableError,
+    float_text,
+    format_js_number,
+    int_text,
+)
 from loopwatch.core.jsstr import WS_CHARS, js_trim, utf16_key
 from loopwatch.core.normalizers import reduce_update_plan, validate_normalizers
 
@@ -60,18 +66,9 @@ MAX_CONVERSIONS: Final = 10_000
 #: Most characters a serialisation may copy from shared containers met again: ``[a, a]``
 #: nested 30 deep is small in memory but its text is 2**30 copies of ``a``'s.
 MAX_REUSED_CHARS: Final = 64 * 1024 * 1024
-#: Longest int (in decimal digits, about) that is hashed; Python's ``str()`` refuses ints
-#: over 4,300 digits (``sys.get_int_max_str_digits``), these are formatted by
-#: :func:`_big_int_text` instead. Longer ints are unserialisable.
-MAX_INT_DIGITS: Final = 100_000
 #: Longest text of a value quoted in an error message (a 10 MB dict key must not make a
 #: 10 MB log line).
 MAX_SHOWN_CHARS: Final = 200
-
-_INF: Final = float("inf")
-#: Integral floats up to 2**53 print as their integer digits in JavaScript; the exact
-#: ``int`` conversion is much cheaper than the general digit algorithm.
-_SAFE_INT: Final = float(2**53)
 
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 _SURROGATE_PAIR: Final = re.compile("[\ud800-\udbff][\udc00-\udfff]")
@@ -103,10 +100,6 @@ _fast_json: Callable[[object], bytes | None] | None = (
 )
 
 
-class _UnserializableError(TypeError):
-    """Raised inside the walk; surfaced to callers as a plain ``TypeError``."""
-
-
 def _shown(value: object) -> str:
     """``repr(value)``, cut to :data:`MAX_SHOWN_CHARS`, never raising (for error texts)."""
     if isinstance(value, (str, bytes)) and len(value) > MAX_SHOWN_CHARS:
@@ -116,131 +109,6 @@ def _shown(value: object) -> str:
     except Exception:
         text = f"<{type(value).__name__}>"
     return text if len(text) <= MAX_SHOWN_CHARS else text[:MAX_SHOWN_CHARS] + "…"
-
-
-# --- ints ----------------------------------------------------------------------------------
-
-#: Exact decimal arithmetic for :func:`_big_int_text` (libmpdec multiplies in n log n).
-_BIG_CONTEXT: Final = decimal.Context(
-    prec=decimal.MAX_PREC, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN
-)
-#: Ints of at most this many bits print with ``int.__repr__`` (3,612 digits < 4,300).
-_SMALL_INT_BITS: Final = 12_000
-_MAX_INT_BITS: Final = int(MAX_INT_DIGITS * 3.3219280948873626) + 1
-
-
-def int_text(n: int) -> str:
-    """The decimal digits of an int, whatever its size up to :data:`MAX_INT_DIGITS`.
-
-    ``int.__repr__`` for every int it accepts; beyond Python's 4,300-digit limit on
-    int-to-text conversion, :func:`_big_int_text`. Without this, one huge int made the
-    whole call unserialisable (so invisible to detection).
-
-    Raises:
-        _UnserializableError: the int has more than about :data:`MAX_INT_DIGITS` digits.
-    """
-    try:
-        return int.__repr__(n)
-    except ValueError:
-        return _big_int_text(int(n))
-
-
-def _big_int_text(n: int) -> str:
-    """Decimal digits of a huge int without ``str()`` (divide and conquer on its bits)."""
-    if n.bit_length() > _MAX_INT_BITS:
-        raise _UnserializableError(
-            f"int of {n.bit_length()} bits is longer than {MAX_INT_DIGITS} digits, "
-            "the most loopwatch hashes"
-        )
-    negative = n < 0
-    n = -n if negative else n
-    ctx = _BIG_CONTEXT
-    powers: dict[int, decimal.Decimal] = {}
-
-    def convert(x: int, bits: int) -> decimal.Decimal:
-        if bits <= _SMALL_INT_BITS:
-            return decimal.Decimal(int.__repr__(x))
-        half = bits >> 1
-        power = powers.get(half)
-        if power is None:
-            power = powers[half] = ctx.power(decimal.Decimal(2), half)
-        high = convert(x >> half, bits - half)
-        return ctx.add(ctx.multiply(high, power), convert(x & ((1 << half) - 1), half))
-
-    text = str(convert(n, n.bit_length()))
-    return "-" + text if negative else text
-
-
-# --- numbers -------------------------------------------------------------------------------
-
-
-def format_js_number(x: float) -> str:
-    """Format a float as ECMAScript ``Number::toString`` does (SPEC §8.2).
-
-    Python's ``repr`` picks the same shortest round-trip digits as ECMAScript but places
-    the decimal point and exponent differently (``1e+16`` vs ``10000000000000000``,
-    ``1e-05`` vs ``0.00001``), so only the digits are taken from it.
-
-    Args:
-        x: Any float. Non-finite values give the unquoted words ``NaN``, ``Infinity``
-            and ``-Infinity`` (error texts use them as they are; :func:`stable_stringify`
-            quotes them).
-
-    Returns:
-        The JavaScript text of the number: ``1.0`` → ``1``, ``-0.0`` → ``0``,
-        ``1e21`` → ``1e+21``, ``1e-7`` → ``1e-7``.
-    """
-    x = float(x)
-    if x != x:
-        return "NaN"
-    if x == _INF:
-        return "Infinity"
-    if x == -_INF:
-        return "-Infinity"
-    if x.is_integer() and -_SAFE_INT <= x <= _SAFE_INT:
-        return int.__repr__(int(x))  # also -0.0 → "0"
-    return _format_finite(x)
-
-
-def _format_finite(x: float) -> str:
-    """Number::toString for a finite float that is not a small integer (SPEC §8.2)."""
-    text = float.__repr__(x)
-    if "e" not in text:
-        # repr uses fixed notation for 1e-4 <= |x| < 1e16, where ECMAScript does too, with
-        # the same shortest digits; only an integral value's ".0" differs.
-        return text[:-2] if text.endswith(".0") else text
-    text = text.lstrip("-")
-    mantissa, _, exp_text = text.partition("e")
-    int_part, _, frac_part = mantissa.partition(".")
-    raw = int_part + frac_part
-    digits = raw.lstrip("0")
-    # The value is 0.<digits> × 10**n; each leading zero dropped moves the point left.
-    n = len(int_part) + int(exp_text) - (len(raw) - len(digits))
-    digits = digits.rstrip("0")
-    k = len(digits)
-    if k <= n <= 21:
-        body = digits + "0" * (n - k)
-    elif 0 < n <= 21:
-        body = digits[:n] + "." + digits[n:]
-    elif -6 < n <= 0:
-        body = "0." + "0" * -n + digits
-    else:
-        mant = digits[0] + ("." + digits[1:] if k > 1 else "")
-        body = f"{mant}e{'+' if n - 1 >= 0 else '-'}{abs(n - 1)}"
-    return "-" + body if x < 0 else body
-
-
-def _float_text(x: float) -> str:
-    """A float as a stable-stringify token: JavaScript digits, non-finite values quoted."""
-    if x != x:
-        return '"NaN"'
-    if x == _INF:
-        return '"Infinity"'
-    if x == -_INF:
-        return '"-Infinity"'
-    if x.is_integer() and -_SAFE_INT <= x <= _SAFE_INT:
-        return int.__repr__(int(x))
-    return _format_finite(x)
 
 
 # --- strings -------------------------------------------------------------------------------
@@ -325,7 +193,7 @@ def _object_items_converted(mapping: Mapping[Any, Any]) -> Iterator[tuple[str, o
         sort_key = utf16_key(text)
         clash = entries.get(sort_key)
         if clash is not None:
-            raise _UnserializableError(
+            raise UnserializableError(
                 f"mapping keys {_shown(clash[0])} and {_shown(key)} both serialise as the "
                 f"key {_shown(text)}; the result would depend on key order"
             )
@@ -365,7 +233,7 @@ def _classify(value: object) -> str | tuple[int, Any]:
     if isinstance(value, numbers.Integral):
         return int_text(int(value))
     if isinstance(value, numbers.Real):
-        return _float_text(float(value))
+        return float_text(float(value))
     if isinstance(value, str):
         return _quote(value)
     # Row 7 (circular) is checked by the walk before any container is entered.
@@ -473,7 +341,7 @@ def _stringify(value: object, exact: bool, int_repr: Callable[[int], str] = int.
         elif cls is list or cls is tuple:
             kind, payload = _ARRAY, current
         elif cls is float:
-            append(head + _float_text(current))
+            append(head + float_text(current))
         elif cls is bool:
             append(head + ("true" if current else "false"))
         elif current is None:
@@ -485,7 +353,7 @@ def _stringify(value: object, exact: bool, int_repr: Callable[[int], str] = int.
             else:
                 conversions += 1
                 if conversions > MAX_CONVERSIONS:
-                    raise _UnserializableError(
+                    raise UnserializableError(
                         f"value holds more than {MAX_CONVERSIONS} objects to convert, "
                         "the most loopwatch hashes"
                     )
@@ -513,19 +381,19 @@ def _stringify(value: object, exact: bool, int_repr: Callable[[int], str] = int.
                 reused += len(text)
                 nodes += 1
                 if reused > MAX_REUSED_CHARS:
-                    raise _UnserializableError(
+                    raise UnserializableError(
                         f"value repeats shared containers into more than {MAX_REUSED_CHARS} "
                         "characters, the most loopwatch hashes"
                     )
                 append(head + text)
             elif len(stack) >= MAX_DEPTH:
-                raise _UnserializableError(
+                raise UnserializableError(
                     f"value nests deeper than {MAX_DEPTH} levels, the most loopwatch hashes"
                 )
             else:
                 nodes += len(payload)
                 if nodes > MAX_NODES:
-                    raise _UnserializableError(
+                    raise UnserializableError(
                         f"value has more than {MAX_NODES} members, the most loopwatch hashes"
                     )
                 if kind == _OBJECT:
@@ -575,7 +443,7 @@ def _stringify(value: object, exact: bool, int_repr: Callable[[int], str] = int.
                 elif cls is int:
                     append(head + int_repr(current))
                 elif cls is float:
-                    append(head + _float_text(current))
+                    append(head + float_text(current))
                 elif cls is bool:
                     append(head + ("true" if current else "false"))
                 elif current is None:
@@ -606,7 +474,7 @@ def _run(value: object, exact: bool) -> str:
             # An int beyond Python's text conversion limit: walk again with the slower
             # formatter (only such values pay for it).
             return _stringify(value, exact, int_text)
-    except _UnserializableError as exc:
+    except UnserializableError as exc:
         raise TypeError(str(exc)) from None
     except Exception as exc:
         raise TypeError(f"cannot serialise value for hashing: {_describe(exc)}") from exc
@@ -670,7 +538,7 @@ def stable_stringify_pure(value: object) -> str:
     if type(value) is int:
         try:
             return int_text(value)
-        except _UnserializableError as exc:
+        except UnserializableError as exc:
             raise TypeError(str(exc)) from None
     text = _run(value, exact=False)
     if text.isascii():
@@ -838,7 +706,6 @@ __all__ = [
     "digest",
     "digest_details_and_text",
     "digest_pure",
-    "format_js_number",
     "hash_tool_call",
     "raw_text_digest",
     "sha256_hex",

@@ -20,10 +20,9 @@ from loopwatch.core.fingerprint import (
     _describe,
     digest,
     digest_details_and_text,
-    format_js_number,
-    int_text,
     stable_stringify,
 )
+from loopwatch.core.jsnumber import format_js_number, int_text
 from loopwatch.core.jsstr import js_trim
 from loopwatch.core.normalizers import reduce_update_plan, validate_normalizers
 from loopwatch.messages import DENIED_REASON_TOOL_LOOP
@@ -125,7 +124,7 @@ def error_text(error: object) -> str:
     if isinstance(error, numbers.Integral):
         try:
             return int_text(int(error))
-        except TypeError:  # longer than fingerprint.MAX_INT_DIGITS
+        except TypeError:  # longer than jsnumber.MAX_INT_DIGITS
             raise
         except Exception as exc:
             raise TypeError(f"cannot read the error's text: {_describe(exc)}") from exc

@@ -31,10 +31,10 @@ class ToolCallRecord:
     result_hash: str | None = None
     unknown_tool_name: str | None = None
     timestamp: int = 0
-    #: What the profile knows of the outcome (the adaptive profile's digests and flags,
-    #: see :mod:`loopwatch.detectors.adaptive`): opaque to the stores; always ``None``
-    #: in the reference profile.
-    adaptive_facts: str | None = None
+    #: What the detector profile knows of the call and its outcome (digests and flags,
+    #: see :mod:`loopwatch.detectors.profiles`): opaque to the stores, which keep it as
+    #: it is; ``None`` when the profile records none (the reference profile).
+    facts: str | None = None
 
     def __init__(
         self,
@@ -45,7 +45,7 @@ class ToolCallRecord:
         result_hash: str | None = None,
         unknown_tool_name: str | None = None,
         timestamp: int = 0,
-        adaptive_facts: str | None = None,
+        facts: str | None = None,
     ) -> None:
         # What a frozen dataclass's generated __init__ does (one object.__setattr__ a
         # field), with each field's slot written through its own descriptor: two records
@@ -57,7 +57,7 @@ class ToolCallRecord:
         _set_result_hash(self, result_hash)
         _set_unknown_tool_name(self, unknown_tool_name)
         _set_timestamp(self, timestamp)
-        _set_adaptive_facts(self, adaptive_facts)
+        _set_facts(self, facts)
 
 
 #: The fields of :class:`ToolCallRecord`, in the order of its ``__init__``.
@@ -69,7 +69,7 @@ _RECORD_FIELDS = (
     "result_hash",
     "unknown_tool_name",
     "timestamp",
-    "adaptive_facts",
+    "facts",
 )
 # The slot descriptors' setters (the frozen class's __setattr__ refuses every write).
 (
@@ -80,7 +80,7 @@ _RECORD_FIELDS = (
     _set_result_hash,
     _set_unknown_tool_name,
     _set_timestamp,
-    _set_adaptive_facts,
+    _set_facts,
 ) = (vars(ToolCallRecord)[name].__set__ for name in _RECORD_FIELDS)
 
 
@@ -124,7 +124,7 @@ def apply_outcome(
     outcome: OutcomeHash,
     history_size: int,
     timestamp: int,
-    adaptive_facts: str | None = None,
+    facts: str | None = None,
 ) -> ToolCallRecord | None:
     """Fill the newest matching pending record, or append a complete one (SPEC §3.6).
 
@@ -152,7 +152,7 @@ def apply_outcome(
                 outcome.result_hash,
                 outcome.unknown_tool_name,
                 candidate.timestamp,
-                adaptive_facts,
+                facts,
             )
             history[index] = filled
             trim_history(history, history_size)
@@ -165,7 +165,7 @@ def apply_outcome(
         result_hash=outcome.result_hash,
         unknown_tool_name=outcome.unknown_tool_name,
         timestamp=timestamp,
-        adaptive_facts=adaptive_facts,
+        facts=facts,
     )
     history.append(record)
     trim_history(history, history_size)

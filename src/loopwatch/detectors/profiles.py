@@ -3,8 +3,8 @@
 A profile is the one seam between the session engine and the detectors. ``LoopGuard`` asks
 its profile three things and knows nothing else about detection:
 
-* **facts** — an opaque string kept on each history record (``ToolCallRecord.adaptive_facts``
-  today), written when the call is recorded (:meth:`DetectorProfile.call_facts`) and replaced
+* **facts** — an opaque string kept on each history record (``ToolCallRecord.facts``),
+  written when the call is recorded (:meth:`DetectorProfile.call_facts`) and replaced
   when its outcome is known (:meth:`DetectorProfile.outcome_facts`). Stores and Lua scripts
   keep it verbatim and never read it: a profile versions its own encoding.
 * **a verdict** — :meth:`DetectorProfile.detect`, a function of the run's history and the
@@ -217,7 +217,7 @@ class AdaptiveProfile(DetectorProfile):
         self._normalizers = normalizers
         self._thinking = self.config.all_thinking_tools
         #: This guard's read-only judgements of shell commands, by command text.
-        self._reads = adaptive.progress.ReadOnlyMemo(self.config.all_read_only_commands)
+        self._reads = adaptive.shell_text.ReadOnlyMemo(self.config.all_read_only_commands)
         #: Decoded adaptive records by record content key (see :meth:`_decoded`).
         self._decoded_memo: dict[Hashable, Any] = {}
         #: The newest record :meth:`outcome_facts` built, with its facts: the history record
@@ -282,7 +282,7 @@ class AdaptiveProfile(DetectorProfile):
         """The adaptive records of a window of history records.
 
         Each is ``adaptive.record_from_history(tool_name, args_hash, result_hash,
-        adaptive_facts, config)``, a pure function of the record (and of this profile's
+        facts, config)``, a pure function of the record (and of this profile's
         fixed config), memoised by the record's content key (``RunHistory.content_keys``,
         or the record itself for a :class:`ToolCallRecord`): a window moves by one record
         a call, so all but one are decoded already. That one is usually the call whose
@@ -307,7 +307,7 @@ class AdaptiveProfile(DetectorProfile):
         tool_name = record.tool_name
         args_hash = record.args_hash
         result_hash = record.result_hash
-        facts = record.adaptive_facts
+        facts = record.facts
         built = self._built
         decoded = built[1] if built is not None and built[0] == facts else None
         if (

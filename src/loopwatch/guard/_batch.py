@@ -230,7 +230,7 @@ def projected_record(records: Sequence[Any], plan: BeforePlan) -> ToolCallRecord
             result_hash = record.result_hash
             unknown = record.unknown_tool_name
             break
-    facts = plan.pending.adaptive_facts if plan.pending is not None else None
+    facts = plan.pending.facts if plan.pending is not None else None
     return ToolCallRecord(
         call.tool_name,
         call.args_hash,

@@ -259,11 +259,12 @@ class LoopGuard:
         """The detector profile: an explicit instance, else the settings' (SPEC §9.3)."""
         if isinstance(profile, DetectorProfile):
             return profile
-        if settings.profile not in PROFILES:
-            raise ValueError(f"profile must be 'reference' or 'adaptive', not {settings.profile!r}")
-        if settings.profile != "adaptive":
-            return PROFILES[settings.profile]()
-        return PROFILES["adaptive"](
+        factory = PROFILES.get(settings.profile)
+        if factory is None:
+            names = " or ".join(repr(name) for name in PROFILES)
+            raise ValueError(f"profile must be {names}, not {settings.profile!r}")
+        # Every built-in profile takes the same settings; those it has no use for it ignores.
+        return factory(
             config=settings.adaptive, send_tools=self.send_tools, normalizers=self.normalizers
         )
 

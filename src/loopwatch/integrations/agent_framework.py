@@ -63,6 +63,7 @@ from agent_framework import (
     ChatContext,
     ChatMiddleware,
     ChatResponse,
+    ChatResponseUpdate,
     Content,
     FunctionInvocationContext,
     FunctionMiddleware,
@@ -397,9 +398,22 @@ class ScriptedChatClient(
         #: The function results the model read at its latest turn.
         self.read: list[Any] = []
 
-    async def _inner_get_response(
+    def _inner_get_response(
         self, *, messages: Sequence[Message], stream: bool, options: Any, **kwargs: Any
-    ) -> ChatResponse:
+    ) -> Awaitable[ChatResponse] | ResponseStream[ChatResponseUpdate, ChatResponse]:
+        """The script's next turn; for ``stream=True`` (``agent.run(..., stream=True)``) a
+        stream of one update per message of it."""
+        if not stream:
+            return self._respond(messages)
+
+        async def updates() -> Any:
+            response = await self._respond(messages)
+            for message in response.messages:
+                yield ChatResponseUpdate(role="assistant", contents=list(message.contents))
+
+        return ResponseStream(updates(), finalizer=ChatResponse.from_updates)
+
+    async def _respond(self, messages: Sequence[Message]) -> ChatResponse:
         read = [c.result for m in messages for c in m.contents if c.type == "function_result"]
         self.read = read
         steps = self.script.next_calls(read)

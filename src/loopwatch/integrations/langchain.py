@@ -30,6 +30,13 @@ private state keys (``loopwatch_session``, ``loopwatch_run``) that the middlewar
 the agent's state. Pass ``session_key=`` (a string or a callable taking the request) to
 choose the session yourself.
 
+LangGraph's prebuilt ``create_react_agent`` takes no middleware: give
+:meth:`~LoopGuardMiddleware.wrap_tool_call` / ``awrap_tool_call`` to its ``ToolNode``
+(``ToolNode(tools, wrap_tool_call=..., awrap_tool_call=...)``). ``before_agent`` does not
+run there, so without a thread the session is the id of the conversation's first message;
+the model-call hooks do not run either (no stream guard, no summary), so the first call of
+a model message to reach the tool hooks admits the message's calls as one batch.
+
 Parallel tool calls: the calls of one model message are admitted together in
 ``wrap_model_call`` (``guard.before_batch``, when the guard has it): identical calls of
 one turn count as the repeats they are, and one critical blocks them all. When the stream
@@ -48,9 +55,11 @@ messages; ``create_agent``'s default lets them through.)
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import threading
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Annotated, Any, Final, TypeAlias
 
 from langchain.agents.middleware import (
@@ -218,6 +227,19 @@ def _latest_summary_id(messages: Sequence[AnyMessage]) -> str | None:
     return None
 
 
+def _conversation(state: Mapping[str, Any]) -> str | None:
+    """The session of a graph that never ran :meth:`LoopGuardMiddleware.before_agent` (its
+    hooks given to a ``ToolNode``, as in ``create_react_agent``) and has no thread: the
+    id of the conversation's first message (LangGraph gives every message one), so each
+    conversation is a session of its own instead of none (a ``None`` session skips the
+    guard)."""
+    messages = state.get("messages")
+    if not isinstance(messages, Sequence) or not messages:
+        return None
+    first = getattr(messages[0], "id", None)
+    return f"langgraph:{first}" if first else None
+
+
 @dataclasses.dataclass
 class _Turn:
     """What screening one model answer found: calls to decide or record after it."""
@@ -270,6 +292,12 @@ class LoopGuardMiddleware(AgentMiddleware[LoopwatchState, Any, Any]):
         self._streams = StreamGuards(guard, max_sessions=max_sessions)
         self._summaries: SessionCache[str] = SessionCache(max_sessions)
         self._admissions = Admissions(max_sessions)
+        # The model messages a bare ToolNode's calls were admitted by (see
+        # _tool_node_turn): True once admitted, or the admission under way (async).
+        self._tool_node_turns: SessionCache[bool | asyncio.Future[bool]] = SessionCache(
+            max_sessions
+        )
+        self._turn_lock = threading.Lock()
 
     # --- sessions and runs -----------------------------------------------------------------
 
@@ -278,7 +306,9 @@ class LoopGuardMiddleware(AgentMiddleware[LoopwatchState, Any, Any]):
         info = request.runtime.execution_info if request.runtime is not None else None
         thread = info.thread_id if info is not None and info.thread_id else None
         session = resolve_id(
-            self._session_key, request, default=thread or state.get(SESSION_STATE_KEY)
+            self._session_key,
+            request,
+            default=thread or state.get(SESSION_STATE_KEY) or _conversation(state),
         )
         run = info.run_id if info is not None and info.run_id else state.get(RUN_STATE_KEY)
         return session, run
@@ -319,12 +349,40 @@ class LoopGuardMiddleware(AgentMiddleware[LoopwatchState, Any, Any]):
         tc = self._admissions.take(self._call(call, session, run))
         return tc, _ToolMessages(call["name"], call.get("id"), unknown=request.tool is None)
 
+    def _tool_node_turn(self, request: ToolCallRequest) -> tuple[str, list[ToolCall]] | None:
+        """The calls of the model message this call came in, when the hooks were given to
+        a bare ``ToolNode`` (no ``before_agent``, so no ``wrap_model_call`` admitted them):
+        a key for the message and its calls, or ``None``."""
+        state = request.state if isinstance(request.state, dict) else {}
+        if state.get(RUN_STATE_KEY):
+            return None  # create_agent: the model hook admitted the turn
+        call_id = request.tool_call.get("id")
+        messages = state.get("messages")
+        if not call_id or not isinstance(messages, Sequence):
+            return None
+        for message in reversed(messages):
+            calls = message.tool_calls if isinstance(message, AIMessage) else []
+            if any(call.get("id") == call_id for call in calls):
+                if len(calls) < 2:
+                    return None
+                session, run = self._ids(request)
+                key = "\x00".join([str(session), *(str(call.get("id")) for call in calls)])
+                return key, [self._call(call, session, run) for call in calls]
+        return None
+
     def wrap_tool_call(
         self,
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], ToolAnswer],
     ) -> ToolAnswer:
         """Guard one tool call (see the module docs)."""
+        turn = self._tool_node_turn(request)
+        if turn is not None:
+            # A ToolNode runs a message's calls in threads: the first admits them all.
+            with self._turn_lock:
+                if self._tool_node_turns.get(turn[0]) is None:
+                    self._tool_node_turns.put(turn[0], True)
+                    self._admissions.admit(self.guard, turn[1])
         tc, translator = self._prepare(request)
         return guarded_call(tc, lambda: handler(request), translator)
 
@@ -334,6 +392,13 @@ class LoopGuardMiddleware(AgentMiddleware[LoopwatchState, Any, Any]):
         handler: Callable[[ToolCallRequest], Awaitable[ToolAnswer]],
     ) -> ToolAnswer:
         """Async twin of :meth:`wrap_tool_call`."""
+        turn = self._tool_node_turn(request)
+        if turn is not None:
+            admitting = self._tool_node_turns.get(turn[0])
+            if not isinstance(admitting, asyncio.Future):
+                admitting = asyncio.ensure_future(self._admissions.aadmit(self.guard, turn[1]))
+                self._tool_node_turns.put(turn[0], admitting)
+            await asyncio.shield(admitting)
         tc, translator = self._prepare(request)
         return await aguarded_call(tc, lambda: handler(request), translator)
 

@@ -49,19 +49,23 @@ them. Pass :func:`tool_error_formatter` there, and the model reads loopwatch's w
 (after the SDK's text) and blocked message for those calls; without it, the model keeps
 reading the SDK's "not found" text under ``block_call`` (the block is still recorded,
 evented and logged). The hook needs a session it can see outside a tool call: a
-``session_key=`` string, the trace's ``group_id``, or a trace id (with tracing off and only
-``RunConfig.group_id``, the hook does nothing and each call is decided alone).
+``session_key=`` string, the trace's ``group_id``, or a trace id. With tracing off and only
+``RunConfig.group_id``, the hook keeps the response's calls and the first of them to reach
+its input guardrail (which sees the group id) admits them all; calls of missing tools then
+go unrecorded.
 
 A ``guard.tool`` function used as a function tool of the guarded agent, with the same
 guard and session, passes its calls through: they are guarded and recorded once.
 ``on_critical="recover"`` rejects the first critical of a run with a recovery message and
 ends the run (``LoopDetectedRunError``) at the second.
 
-Handoffs: the agents a guarded agent hands off to are guarded copies too (the same
-guardrails, so one session, one ``tool_error_formatter`` for the run); an agent
+The tools of the agent's own MCP servers (``Agent(mcp_servers=[...])``) are function tools
+the SDK lists at each turn: the copy guards them as they are listed. Handoffs: the agents a
+guarded agent hands off to are guarded copies too (the same guardrails, so one session, one
+``tool_error_formatter`` for the run, their MCP servers' tools included); an agent
 ``guard_agent`` already returned is kept. Not covered, by the SDK's design: tools of hosted
-MCP servers, and the tools of an agent used as a tool (``Agent.as_tool``) unless you guard
-that agent before calling ``as_tool`` on it.
+MCP servers (``HostedMCPTool``, run by OpenAI), and the tools of an agent used as a tool
+(``Agent.as_tool``) unless you guard that agent before calling ``as_tool`` on it.
 
 The SDK has no compaction hook for tools: when you compact a session (for example
 ``OpenAIResponsesCompactionSession.run_compaction``) and run again, call
@@ -77,6 +81,7 @@ schema.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import dataclasses
 import inspect
@@ -257,6 +262,20 @@ async def _known_names(agent: Agent[Any], context: RunContextWrapper[Any]) -> se
     return names
 
 
+@dataclasses.dataclass
+class _Turn:
+    """The function calls of one model response, (name, arguments, call id) each, until
+    one of them admits them all."""
+
+    calls: list[tuple[str, str, str]]
+    admitting: asyncio.Future[bool] | None = None
+
+    def holds(self, context: ToolContext[Any]) -> bool:
+        """True when ``context`` is one of these calls (not a later one reusing its id)."""
+        call = (context.tool_name, context.tool_arguments, context.tool_call_id)
+        return call in self.calls
+
+
 class LoopGuardrails:
     """The pair of tool guardrails that guards function tools with one :class:`LoopGuard`.
 
@@ -301,6 +320,10 @@ class LoopGuardrails:
         # them as the call's error (the SDK hands the guardrail only the error text).
         self._errors: SessionCache[Exception] = SessionCache(max_pending)
         self._admissions = Admissions(max_pending)
+        # The calls of a response seen when no session was visible there (tracing off, the
+        # session only in RunConfig.group_id), by call id: the first of them to reach its
+        # input guardrail, which sees the session, admits them all.
+        self._turns: SessionCache[_Turn] = SessionCache(max_pending)
         self._marks: SessionCache[contextvars.Token[Any]] = SessionCache(max_pending)
         # What the model is to read for the calls of missing tools of each run (its
         # context, which the SDK hands the tool error formatter too), by call id.
@@ -347,6 +370,7 @@ class LoopGuardrails:
         key = self._key(session, context)
         if self._pending.get(key) is not None:
             return ToolGuardrailFunctionOutput.allow()
+        await self._admit_turn(context, session, run)
         tc = self._admissions.take(
             self._call(
                 context.tool_name, context.tool_arguments, context.tool_call_id, session, run
@@ -368,6 +392,18 @@ class LoopGuardrails:
             # dies with this call's task (and is undone below where the context allows).
             self._marks.put(key, enter_guarding(self.guard, session))
         return ToolGuardrailFunctionOutput.allow(output_info=decision)
+
+    async def _admit_turn(self, context: ToolContext[Any], session: object, run: object) -> None:
+        """Admit the response this call came in, if :meth:`on_model_response` could not."""
+        turn = self._turns.pop(str(context.tool_call_id))
+        if turn is None or not turn.holds(context):
+            return
+        if turn.admitting is None:
+            batch = [self._call(*call, session, run) for call in turn.calls]
+            turn.admitting = asyncio.ensure_future(self._admissions.aadmit(self.guard, batch))
+        # Every call of the turn waits for the one admission (shielded: a cancelled call
+        # leaves it to the others).
+        await asyncio.shield(turn.admitting)
 
     async def _after(self, data: ToolOutputGuardrailData) -> ToolGuardrailFunctionOutput:
         context = data.context
@@ -501,6 +537,14 @@ class LoopGuardrails:
         known = await _known_names(agent, context)
         if known is None:
             return
+        if session is None:
+            # No session visible here: the turn is admitted by its first call's input
+            # guardrail (calls of missing tools, which have none, go unrecorded).
+            turn = _Turn([(c.name, c.arguments, c.call_id) for c in calls if c.name in known])
+            if len(turn.calls) > 1:
+                for _name, _arguments, call_id in turn.calls:
+                    self._turns.put(call_id, turn)
+            return
         try:
             for item in (c for c in calls if c.name not in known):
                 tc = self._call(item.name, item.arguments, item.call_id, session, run)
@@ -619,7 +663,8 @@ def guard_agent(
     warn_model: bool = True,
     on_critical: OnCritical = "block_call",
 ) -> Agent[TContext]:
-    """A copy of ``agent`` whose every function tool is guarded by ``guard``.
+    """A copy of ``agent`` whose every function tool, and every tool of its MCP servers
+    (``mcp_servers=``), is guarded by ``guard``.
 
     Args:
         agent: the agent; it is not changed.
@@ -687,9 +732,7 @@ class _HandoffGraph:
         if found is not None:
             return found
         guardrails = self._guardrails
-        copy = agent.clone(
-            tools=guardrails.apply_all(agent.tools), hooks=_GuardHooks(guardrails, hooks)
-        )
+        copy = _guarded_copy(agent, guardrails)
         self._copies[id(agent)] = (agent, copy)
         if agent.handoffs:
             copy.handoffs = [self._target(item) for item in agent.handoffs]
@@ -721,6 +764,22 @@ class _HandoffGraph:
             # The copy stays alive: this graph, which the closure above holds, holds it.
             copy._agent_ref = weakref.ref(guarded_target)
         return copy
+
+
+def _guarded_copy(agent: Agent[TContext], guardrails: LoopGuardrails) -> Agent[TContext]:
+    """``agent``'s copy with its function tools and its MCP servers' tools guarded."""
+    guarded = agent.clone(
+        tools=guardrails.apply_all(agent.tools), hooks=_GuardHooks(guardrails, agent.hooks)
+    )
+    # The tools of the agent's MCP servers (``mcp_servers=``) are listed at each turn, as
+    # function tools the copy never held: they are guarded as they are listed.
+    fetch = guarded.get_mcp_tools
+
+    async def get_mcp_tools(run_context: RunContextWrapper[TContext]) -> list[Tool]:
+        return guardrails.apply_all(await fetch(run_context))
+
+    setattr(guarded, "get_mcp_tools", get_mcp_tools)  # noqa: B010  (mypy: a method)
+    return guarded
 
 
 class _GuardHooks(AgentHooks[Any]):

@@ -22,8 +22,12 @@ What :func:`guard_agent` does (SPEC §11):
   ``AgentToolExecutionError``: it is recorded as the error, and an emitted warning is
   appended to its message. A call of a tool the agent does not have is recorded as a failed
   call naming the tool. ``final_answer``, which ends the run, is not guarded.
-* A ``CodeAgent`` calls its tools from the code the model writes: each of its tools'
-  ``forward`` is wrapped instead (calls of missing tools are Python errors of the code).
+* A ``CodeAgent`` calls its tools from the code the model writes: its tools are replaced
+  by copies whose ``forward`` is guarded (the tool objects you passed are left alone, so
+  one ``@tool`` can serve many agents, each with its own guard and session; calls of
+  missing tools are Python errors of the code). A failing tool's error reaches the code
+  again, of its own type, with an emitted warning appended to its message (left as it
+  was when its type cannot be rebuilt from one message).
 
 A ``guard.tool`` function inside a tool, with the same guard and session, passes its calls
 through: each call is guarded and recorded once.
@@ -39,6 +43,7 @@ which keeps its history across ``run`` calls like the agent's own memory with
 
 from __future__ import annotations
 
+import copy
 import functools
 from collections.abc import Callable, Generator
 from typing import Any, Final, TypeVar
@@ -170,10 +175,32 @@ class _Guarded:
         return result if warning is None else f"{_observation(result)}{WARNING_SEPARATOR}{warning}"
 
 
+def _with_warning(error: Exception, warning: str) -> Exception | None:
+    """``error`` again, of its own type, its message followed by ``warning`` (``None``
+    when its type cannot be rebuilt from a message)."""
+    text = f"{error}{WARNING_SEPARATOR}{warning}"
+    try:
+        again = type(error)(text)
+    except Exception:
+        return None
+    return again if str(again) == text else None
+
+
+#: Set on the guarded copy of a ``CodeAgent`` tool: the tool it guards.
+_INNER: Final = "_loopwatch_inner"
+
+
 def _guard_tool(
     tool: Tool, guard: LoopGuard, ids: Callable[[], dict[str, Any]], options: AdapterOptions
-) -> None:
-    """Wrap a ``CodeAgent`` tool's ``forward`` (called with the code's arguments)."""
+) -> Tool:
+    """A copy of a ``CodeAgent`` tool whose ``forward`` (called with the code's arguments)
+    is guarded.
+
+    A copy, not the tool itself: a ``@tool`` object is usually defined once and shared by
+    every agent built with it (one agent per conversation), and a ``forward`` wrapped in
+    place would keep the first agent's guard and session for all of them, stacking one
+    more layer with each agent.
+    """
     inner = tool.forward
     names = list(tool.inputs)
 
@@ -190,13 +217,21 @@ def _guard_tool(
         except Exception as exc:
             tc.error(exc)
             tc.finish()
-            raise
+            again = None if tc.warning is None else _with_warning(exc, tc.warning)
+            if again is None:
+                raise
+            # The model reads the code's error as "<type>: <message>": the same error,
+            # its message followed by the warning.
+            raise again from exc
         tc.result(_observation(result))
         tc.finish()
         warning = tc.warning
         return result if warning is None else f"{_observation(result)}{WARNING_SEPARATOR}{warning}"
 
-    tool.forward = forward
+    guarded = copy.copy(tool)
+    guarded.forward = forward
+    setattr(guarded, _INNER, tool)
+    return guarded
 
 
 def guard_agent(
@@ -239,9 +274,13 @@ def guard_agent(
     def ids() -> dict[str, Any]:
         return {"session_key": _resolve(session), "run_id": _resolve(run_id), "agent_id": agent_id}
 
-    for tool in agent.tools.values():  # a CodeAgent
-        if tool.name != FINAL_ANSWER:
-            _guard_tool(tool, guard, ids, options)
+    # A CodeAgent: its tools are replaced by guarded copies (the executor is sent the
+    # agent's tools at each run).
+    if any(hasattr(tool, _INNER) for tool in agent.tools.values()):
+        raise TypeError("this agent is already guarded")
+    for name, tool in list(agent.tools.items()):
+        if name != FINAL_ANSWER:
+            agent.tools[name] = _guard_tool(tool, guard, ids, options)
     return agent
 
 

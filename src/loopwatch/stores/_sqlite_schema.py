@@ -111,7 +111,7 @@ def record_of(row: Sequence[Any]) -> ToolCallRecord:
         result_hash=untoken(result),
         unknown_tool_name=untoken(unknown),
         timestamp=int(ts),
-        adaptive_facts=untoken(facts),
+        facts=untoken(facts),
     )
 
 
@@ -192,7 +192,7 @@ def fields_of(record: ToolCallRecord) -> tuple[str, str, str, str, str, str, int
         token(record.result_hash),
         token(record.unknown_tool_name),
         int(record.timestamp),
-        token(record.adaptive_facts),
+        token(record.facts),
     )
 
 

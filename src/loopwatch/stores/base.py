@@ -49,8 +49,9 @@ class OutcomeWrite(NamedTuple):
     outcome: OutcomeHash
     history_size: int
     timestamp: int
-    #: The adaptive profile's facts about the outcome (``None`` in the reference profile).
-    adaptive_facts: str | None = None
+    #: The detector profile's facts about the outcome: opaque to the store, which keeps
+    #: them on the record as they are (``None`` when the profile records none).
+    facts: str | None = None
 
 
 class Store(ABC):

@@ -129,7 +129,7 @@ class ReferenceStore(Store):
             outcome=write.outcome,
             history_size=write.history_size,
             timestamp=write.timestamp,
-            adaptive_facts=write.adaptive_facts,
+            facts=write.facts,
         )
         assert record is not None and record.result_hash is not None
         verdict = self._guard(session, write.run_id, guard).observe_quietly(

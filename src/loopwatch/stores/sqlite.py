@@ -449,7 +449,7 @@ class SqliteStore(Store):
         run, tool, args = token(write.run_id), token(write.tool_name), token(write.args_hash)
         result = token(write.outcome.result_hash)
         unknown = token(write.outcome.unknown_tool_name)
-        facts = token(write.adaptive_facts)
+        facts = token(write.facts)
         with self._tx() as db:
             nonce, _order = self._touch(db, skey, now)
             self._forget_trimmed(db, skey)

@@ -99,12 +99,8 @@ from loopwatch.detectors.adaptive.progress import (
     DEFAULT_SHELL_TOOLS,
     DEFAULT_THINKING_TOOLS,
     READ_ONLY_ACTIONS,
-    READ_ONLY_COMMANDS,
-    READ_ONLY_GIT,
     is_mutating_call,
     is_poll_call,
-    shell_command_is_read_only,
-    shell_command_mutates,
 )
 from loopwatch.detectors.adaptive.settings import (
     CONFIG_PATH,
@@ -112,6 +108,12 @@ from loopwatch.detectors.adaptive.settings import (
     AdaptiveConfig,
     CycleSettings,
     DetectorThresholds,
+)
+from loopwatch.detectors.adaptive.shell_text import (
+    READ_ONLY_COMMANDS,
+    READ_ONLY_GIT,
+    shell_command_is_read_only,
+    shell_command_mutates,
 )
 from loopwatch.detectors.adaptive.stalls import (
     ARGUMENT_CHURN,

@@ -281,7 +281,7 @@ _FLAG_FIELDS: Final = ("failed", "mutating", "thinking", "polling", "dismissed",
 
 
 def encode_facts(record: AdaptiveRecord) -> str:
-    """The compact form kept on a history record (``ToolCallRecord.adaptive_facts``).
+    """The compact form kept on a history record (``ToolCallRecord.facts``).
 
     Six flag characters (failed, mutating, thinking, polling, dismissed, unchanged), then
     the error class, the failure hash, the error code, and the two path digests: digests and

@@ -18,8 +18,8 @@ from loopwatch.detectors.adaptive.progress import (
     DEFAULT_POLL_TOOLS,
     DEFAULT_SHELL_TOOLS,
     DEFAULT_THINKING_TOOLS,
-    READ_ONLY_COMMANDS,
 )
+from loopwatch.detectors.adaptive.shell_text import READ_ONLY_COMMANDS
 from loopwatch.errors import ConfigError, ConfigIssue
 
 # The readable reasons of strict loading, worded as loopwatch.config words them (SPEC §7.2);

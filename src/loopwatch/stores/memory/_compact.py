@@ -111,7 +111,7 @@ class CompactRecord:
     """One history record as the memory store keeps it.
 
     ``packed`` holds the digests and the timestamp (:data:`_PACKED`); ``extra`` is
-    ``None``, or ``(unknown_tool_name, adaptive_facts)`` when either is set, or the public
+    ``None``, or ``(unknown_tool_name, facts)`` when either is set, or the public
     record itself: when the record came from ``begin_call`` and is not filled yet
     (``cancel_call`` finds it by identity, and it is usually filled within the same tool
     call), or when it does not fit the packed form (hashes of another shape: then
@@ -153,7 +153,7 @@ class CompactRecord:
         self.call_id = record.tool_call_id
         self.run_id = record.run_id
         self.packed = _PACKED.pack(key, result, timestamp)
-        unknown, facts = record.unknown_tool_name, record.adaptive_facts
+        unknown, facts = record.unknown_tool_name, record.facts
         self.extra = None if unknown is None and facts is None else (unknown, facts)
         return self
 
@@ -162,13 +162,13 @@ class CompactRecord:
         self.packed = packed
         if packed is None or keep:
             self.extra = record
-        elif record.unknown_tool_name is None and record.adaptive_facts is None:
+        elif record.unknown_tool_name is None and record.facts is None:
             self.extra = None
         else:
-            self.extra = (record.unknown_tool_name, record.adaptive_facts)
+            self.extra = (record.unknown_tool_name, record.facts)
 
     def fill(
-        self, result_hash: str, unknown_tool_name: str | None, adaptive_facts: str | None
+        self, result_hash: str, unknown_tool_name: str | None, facts: str | None
     ) -> ToolCallRecord:
         """Attach an outcome to this pending record (SPEC §3.6); returns the public record."""
         origin = self.extra  # a pending record always came from begin_call
@@ -181,7 +181,7 @@ class CompactRecord:
             result_hash,
             unknown_tool_name,
             origin.timestamp,
-            adaptive_facts,
+            facts,
         )
         packed = self.packed
         result = result_key(result_hash)
@@ -189,8 +189,8 @@ class CompactRecord:
             self._absorb(filled, call_key(filled.tool_name, filled.args_hash), keep=False)
         else:  # the args digest and the timestamp are packed already
             self.packed = packed[:32] + result + packed[65:]
-            no_notes = unknown_tool_name is None and adaptive_facts is None
-            self.extra = None if no_notes else (unknown_tool_name, adaptive_facts)
+            no_notes = unknown_tool_name is None and facts is None
+            self.extra = None if no_notes else (unknown_tool_name, facts)
         return filled
 
     # --- reading -------------------------------------------------------------------------
@@ -254,11 +254,11 @@ class CompactRecord:
         return extra[0] if isinstance(extra, tuple) else extra.unknown_tool_name
 
     @property
-    def adaptive_facts(self) -> str | None:
+    def facts(self) -> str | None:
         extra = self.extra
         if extra is None:
             return None
-        return extra[1] if isinstance(extra, tuple) else extra.adaptive_facts
+        return extra[1] if isinstance(extra, tuple) else extra.facts
 
     def public(self) -> ToolCallRecord:
         """The record as the store's users see it (a new object unless kept as ``extra``)."""

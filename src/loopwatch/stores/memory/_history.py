@@ -304,7 +304,7 @@ class SessionHistory:
         if run is not None:
             pending = run.find_pending(write.tool_name, write.args_hash, write.tool_call_id)
         if pending is not None:
-            record = pending.fill(result_hash, unknown, write.adaptive_facts)
+            record = pending.fill(result_hash, unknown, write.facts)
         else:
             record = ToolCallRecord(
                 write.tool_name,
@@ -314,7 +314,7 @@ class SessionHistory:
                 result_hash,
                 unknown,
                 write.timestamp,
-                write.adaptive_facts,
+                write.facts,
             )
             self._add(CompactRecord(record))
         self.trim(write.history_size)

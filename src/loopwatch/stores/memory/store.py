@@ -301,7 +301,7 @@ class MemoryStore(Store):
             outcome.result_hash,
             outcome.unknown_tool_name,
             pending.timestamp,
-            write.adaptive_facts,
+            write.facts,
         )
         history = session.history
         history.add_filled(filled, postponed.key)

@@ -91,7 +91,7 @@ def _body(record: ToolCallRecord) -> str:
             _token(record.result_hash),
             _unknown_token(record.unknown_tool_name, record.tool_name),
             str(int(record.timestamp)),
-            _token(record.adaptive_facts),
+            _token(record.facts),
         )
     )
 
@@ -112,7 +112,7 @@ def _decode_record(raw: str) -> ToolCallRecord:
         result_hash=_untoken(result),
         unknown_tool_name=tool_name.lower() if unknown == _SAME_AS_TOOL else _untoken(unknown),
         timestamp=int(timestamp),
-        adaptive_facts=_untoken(facts),
+        facts=_untoken(facts),
     )
 
 

@@ -376,7 +376,7 @@ class RedisStore(Store):
             str(int(write.history_size)),
             str(int(guard.window_size)),
             "1" if guard.enabled else "0",
-            _token(write.adaptive_facts),
+            _token(write.facts),
         )
         return self._op("record_outcome", session_key, now, args, parse)
 

@@ -23,7 +23,7 @@
 --
 -- A record is nine fields joined by \31 (records in a reply are joined by \30): nonce,
 -- run, tool, args hash, tool call id, result hash, unknown tool name, timestamp (ms), and
--- the adaptive profile's facts (digests and flags, null in the reference profile). Every field but the nonce and the
+-- the detector profile's facts (opaque here; null when the profile records none). Every field but the nonce and the
 -- timestamp is a JSON token made by Python with ensure_ascii (null or a quoted string;
 -- the unknown tool name may also be = for "the tool's own name", and is otherwise a digest),
 -- so fields never contain \31 and equal values have equal tokens: matching is plain

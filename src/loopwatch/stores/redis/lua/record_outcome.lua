@@ -4,7 +4,7 @@
 -- token to match ("" = match any), ARGV[8] result hash token, ARGV[9] unknown name token,
 -- ARGV[10] tool call id token as given, ARGV[11] timestamp, ARGV[12] history size,
 -- ARGV[13] guard window size, ARGV[14] guard enabled (1/0): the guard's spec if it does
--- not exist yet (it is never reconfigured), ARGV[15] adaptive facts token.
+-- not exist yet (it is never reconfigured), ARGV[15] the profile's facts token (opaque).
 -- Returns {record, abort, armed, remaining, count, window size}.
 touch()
 forget_trimmed()
