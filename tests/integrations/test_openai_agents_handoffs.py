@@ -24,6 +24,7 @@ from test_openai_agents import (
     make_agent,
 )
 
+from loopwatch import LoopGuard
 from loopwatch import messages as texts
 from loopwatch.integrations.openai_agents import GUARDRAIL_NAME, guard_agent, tool_error_formatter
 
@@ -155,3 +156,30 @@ async def test_the_agent_given_is_guarded_even_when_guarded_already() -> None:
     assert twice is not once
     (tool,) = twice.tools
     assert [g.name for g in tool.tool_input_guardrails or ()] == [GUARDRAIL_NAME] * 2
+
+
+async def test_the_mcp_server_tools_of_a_handoff_target_are_guarded() -> None:
+    import pathlib
+    import sys
+
+    from agents.mcp import MCPServerStdio
+
+    from loopwatch.testing import loop_script, openai_agents_model
+
+    server_script = pathlib.Path(__file__).with_name("mcp_echo_server.py")
+    params: Any = {"command": sys.executable, "args": [str(server_script)]}
+    async with MCPServerStdio(params=params, cache_tools_list=True) as server:
+        specialist = Agent(
+            name="reader",
+            model=openai_agents_model(loop_script(args={"path": "notes.txt"}, times=25)),
+            mcp_servers=[server],
+        )
+        guarded = guard_agent(
+            triage(specialist, "transfer_to_reader"),
+            LoopGuard({"enabled": True}),
+            session_key="thread-1",
+        )
+        result = await Runner.run(guarded, "go", max_turns=40)
+        ran = await server.call_tool("stats", {})
+    assert result.last_agent.name == "reader"
+    assert ran.content[0].text == "20"  # type: ignore[union-attr]  (25 unguarded)
