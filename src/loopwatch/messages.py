@@ -114,6 +114,9 @@ LOG_COMPACTION_RETRY_FAILED: Final = "post-compaction guard arm failed: error={e
 LOG_STORE_ERROR: Final = (
     "loop detection store failed: operation={operation} error={error} policy={policy}"
 )
+#: The :class:`~loopwatch.errors.StoreError` a read-only accessor (``LoopGuard.history``,
+#: ...) raises when the store or the clock failed in a way that is not a ``StoreError``.
+ACCESSOR_FAILED: Final = "{accessor} failed: {error}"
 STORE_UNAVAILABLE_CRITICAL: Final = (
     "CRITICAL: loop detection is unavailable (its state store failed), so {tool} was not "
     "run. Try again shortly or continue without it."

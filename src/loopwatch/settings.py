@@ -82,7 +82,8 @@ class GuardSettings:
             openclaw_config: a whole OpenClaw config instead.
             config_file: a whole OpenClaw config file instead (JSON5 or JSON).
             profile: the profile's name, over the config's own.
-            adaptive: the adaptive settings, over the config's ``loopwatch.adaptive``.
+            adaptive: the adaptive settings, over the config's ``loopwatch.adaptive``
+                (validated whatever the profile; used by the adaptive profile only).
 
         Raises:
             ConfigError: a config, file or adaptive block the schema rejects.
@@ -133,6 +134,10 @@ class GuardSettings:
         settings = None
         if chosen == "adaptive":
             settings = _adaptive_settings(adaptive, whole)
+        elif adaptive is not None:
+            # Not used by this profile, but validated all the same: a wrong block must not
+            # wait, unnoticed, for the day the profile is switched.
+            _adaptive_settings(adaptive, None)
         return cls(block, whole, chosen, settings, detection_by_default=chosen == "adaptive")
 
     def block_for(self, agent_id: object = None) -> tuple[dict[str, Any] | None, ResolvedConfig]:

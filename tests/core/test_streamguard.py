@@ -284,6 +284,17 @@ def test_allowed_tools_may_be_any_iterable() -> None:
         assert state(guard) == (None, 0)
 
 
+def test_one_allowed_tool_given_as_a_string_is_one_name() -> None:
+    # Not its letters: "read_file" then allows "r", "e", ..., and every call of read_file
+    # itself counts as a call of an unknown tool.
+    guard = UnknownToolStreamGuard("read_file", threshold=1)
+    assert guard.allowed_tools == ("read_file",)
+    guard.observe(["read_file"])
+    assert state(guard) == (None, 0)
+    guard.observe(["r"])
+    assert state(guard) == ("r", 1)
+
+
 # =============================================================================================
 # Threshold 0 (a value between 0 and 1)
 # =============================================================================================

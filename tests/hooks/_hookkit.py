@@ -177,6 +177,9 @@ class HookRunner:
         """The same event through ``run_hook`` here, on the same store file."""
         guard = self._guards.get(profile)
         if guard is None:
+            # An explicit URL: its folder is not created (the hook process creates its own
+            # state folder only for the default URL).
+            self.db.parent.mkdir(parents=True, exist_ok=True)
             guard = self._guards[profile] = default_guard(self.url, profile=profile)
         result = run_hook(agent, stdin, guard)
         assert result.exit_code == 0

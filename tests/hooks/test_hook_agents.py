@@ -195,6 +195,7 @@ def test_sessions_of_two_agents_never_mix(hooks: HookRunner) -> None:
 
 def test_the_store_comes_from_loopwatch_store(hooks: HookRunner, tmp_path: Path) -> None:
     other = tmp_path / "elsewhere" / "team.db"
+    other.parent.mkdir()
     done = hooks.process(
         "codex",
         payload("codex", "pre", session="S", call="c1"),
@@ -202,3 +203,24 @@ def test_the_store_comes_from_loopwatch_store(hooks: HookRunner, tmp_path: Path)
     )
     assert done.returncode == 0
     assert other.exists() and not hooks.db.exists()
+
+
+def test_the_state_folder_is_created_for_the_default_store_only(
+    hooks: HookRunner, tmp_path: Path
+) -> None:
+    done = hooks.process("codex", payload("codex", "pre", session="S", call="c1"))
+    assert done.returncode == 0 and done.stdout.strip() == ""
+    assert hooks.db.is_file()
+    assert hooks.db.parent.stat().st_mode & 0o777 == 0o700
+    # A store the user named in a folder that does not exist: not created, the call is
+    # allowed (fail-open) and the hook's log says why.
+    missing = tmp_path / "typo" / "team.db"
+    done = hooks.process(
+        "codex",
+        payload("codex", "pre", session="S", call="c2"),
+        LOOPWATCH_STORE=f"sqlite://{missing}",
+    )
+    assert done.returncode == 0 and done.stdout.strip() == ""
+    assert not missing.parent.exists()
+    log = (hooks.state / "loopwatch" / "hook.log").read_text()
+    assert f"its folder '{missing.parent}' does not exist" in log

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loopwatch import ConfigError, LoopGuard, MemoryStore, merge_agent_config
+from loopwatch import ConfigError, LoopGuard, MemoryStore, merge_agent_config, store_from_url
 from loopwatch.config.openclaw import loopwatch_parts
 from loopwatch.settings import GuardSettings
 
@@ -154,6 +154,73 @@ def test_arguments_every_call_would_fail_on_are_refused_at_construction(
     everything and detects nothing, and only a log line per tool name says why."""
     with pytest.raises(TypeError, match=says):
         LoopGuard({"enabled": True}, strict=False, **kwargs)
+
+
+class _StringlyStore(MemoryStore):
+    fail_open = "false"  # type: ignore[assignment]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "says"),
+    [
+        ({"enforce": "false"}, "enforce must be a bool, not str"),
+        ({"enforce": None}, "enforce must be a bool, not NoneType"),
+        ({"enforce": 0}, "enforce must be a bool, not int"),
+        ({"strict": "no"}, "strict must be a bool or None, not str"),
+        ({"send_tools": b"telegram"}, "send_tools must be tool names"),
+        ({"send_tools": [1]}, "send_tools entries must be str, not int"),
+        ({"send_tools": ["telegram", b"sms"]}, "send_tools entries must be str, not bytes"),
+        ({"store": _StringlyStore()}, "store.fail_open must be a bool, not str"),
+    ],
+)
+def test_flags_and_names_that_would_be_misread_are_refused_at_construction(
+    kwargs: dict[str, Any], says: str
+) -> None:
+    """Without the check, ``enforce="false"`` is true (shadow mode silently off), bytes
+    send tools are their byte values ("116", "101", ...), and a store's ``"false"``
+    ``fail_open`` fails open."""
+    with pytest.raises(TypeError, match=says):
+        LoopGuard({"enabled": True}, **kwargs)
+
+
+@given(
+    flag=st.one_of(
+        st.text(max_size=5), st.integers(), st.none(), st.floats(), st.lists(st.booleans())
+    )
+)
+def test_only_a_bool_is_a_fail_open_flag_of_a_store(flag: object, tmp_path_factory: Any) -> None:
+    from loopwatch.stores.sqlite import SqliteStore
+
+    folder = tmp_path_factory.mktemp("store")
+    with pytest.raises(TypeError, match="fail_open must be a bool"):
+        SqliteStore(folder / "x.db", fail_open=flag)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="fail_open must be a bool"):
+        store_from_url(f"sqlite://{folder}/y.db", fail_open=flag)
+
+
+def test_only_a_bool_is_a_fail_open_flag_of_the_redis_store() -> None:
+    pytest.importorskip("redis")
+    from loopwatch.stores.redis import RedisStore
+
+    with pytest.raises(TypeError, match="fail_open must be a bool, not str"):
+        store_from_url("redis://localhost:6379/0", fail_open="false")
+    with pytest.raises(TypeError, match="fail_open must be a bool, not int"):
+        RedisStore(object(), fail_open=0)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("adaptive", [3, "identicalStreak", [1], {"bogus": 1}])
+def test_a_bad_adaptive_block_is_refused_whatever_the_profile(adaptive: object) -> None:
+    # Unused by the reference profile, but a wrong block must not wait, unnoticed, for
+    # the day the profile is switched.
+    for profile in ("reference", "adaptive"):
+        with pytest.raises(ConfigError, match=r"^loopwatch\.adaptive"):
+            LoopGuard({"enabled": True}, profile=profile, adaptive=adaptive)  # type: ignore[arg-type]
+    LoopGuard({"enabled": True}, adaptive={"identicalStreak": {"warn": 3, "block": 4}})
+
+
+def test_send_tools_from_a_generator_are_read_once() -> None:
+    guard = LoopGuard({"enabled": True}, send_tools=(t for t in ["Telegram", "sms"]))
+    assert guard.send_tools == frozenset({"telegram", "sms"})
 
 
 def test_one_send_tool_given_as_a_string_is_one_name() -> None:

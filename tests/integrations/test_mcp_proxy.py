@@ -123,6 +123,11 @@ def test_arguments_are_checked(tmp_path: pathlib.Path, capsys: pytest.CaptureFix
     assert mcp_proxy.main(["--on-critical", "explode", "--", "x"]) == 2
     assert mcp_proxy.main(["--", str(tmp_path / "no-such-server")]) == 127
     assert capsys.readouterr().out == ""  # stdout belongs to the protocol
+    # A blank session would guard nothing: refused before the server starts.
+    assert mcp_proxy.main(["--session", " ", "--", str(tmp_path / "no-such-server")]) == 2
+    assert capsys.readouterr().err.endswith(
+        "error: --session: session_key must be a non-blank str, not ' '\n"
+    )
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGTERM is a POSIX signal")

@@ -45,6 +45,7 @@ from loopwatch.integrations.openai_agents import (
     LoopDetectedRunError,
     LoopGuardrails,
     PostCompactionRunError,
+    _params,
     _programmatic,
     guard_agent,
     tool_error_formatter,
@@ -288,6 +289,15 @@ async def test_a_failing_tool_with_an_output_schema_does_not_fail_the_run() -> N
     (expected,) = reference.history(session_key="ref")
     history = guard.history(session_key=SESSION)
     assert {r.result_hash for r in history} == {expected.result_hash}
+
+
+@pytest.mark.parametrize(
+    "arguments", ["[" * 100_000 + "]" * 100_000, "not json", "9" * 5000, '{"a": 1'], ids=repr
+)
+def test_arguments_the_model_sent_that_are_no_json_are_kept_as_text(arguments: str) -> None:
+    # The model writes the arguments: a nest deeper than the parser's recursion limit is
+    # not JSON loopwatch can read either, and must not raise out of the guardrail.
+    assert _params(arguments) == arguments
 
 
 def test_program_calls_are_told_apart() -> None:

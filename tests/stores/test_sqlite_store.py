@@ -47,14 +47,13 @@ def rec(args: str = "a", call: str | None = None) -> ToolCallRecord:
 
 
 def test_the_file_and_its_wal_are_private(tmp_path: Path) -> None:
-    path = tmp_path / "new" / "state" / "store.db"
+    path = tmp_path / "store.db"
     store = SqliteStore(path)
     store.begin_call(S, None, rec(), 30, T0)
     reader = SqliteStore(path)  # a second connection keeps the -wal and -shm files
     assert reader.history(S, T0) == (rec(),)
     for name in ("store.db", "store.db-wal", "store.db-shm"):
         assert (path.parent / name).stat().st_mode & 0o777 == 0o600, name
-    assert path.parent.stat().st_mode & 0o777 == 0o700
     mode = sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0]
     assert mode == "wal"
     store.close()
@@ -84,6 +83,44 @@ def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
     db.close()
     with pytest.raises(StoreError, match="schema version 2"):
         SqliteStore(path)
+
+
+@pytest.mark.parametrize("missing", ["missing", "missing/dir", "a-file"])
+def test_a_missing_folder_is_refused_and_not_created(tmp_path: Path, missing: str) -> None:
+    (tmp_path / "a-file").write_text("")
+    folder = tmp_path / missing
+    path = folder / "x.db"
+    expected = (
+        f"cannot open the SQLite store '{path}': its folder '{folder}' does not exist or is "
+        "not a folder (create it first: loopwatch does not create folders)"
+    )
+    with pytest.raises(StoreError) as info:
+        SqliteStore(path)
+    assert str(info.value) == expected
+    with pytest.raises(StoreError) as info:
+        store_from_url(f"sqlite://{path}")
+    assert str(info.value) == expected
+    assert not (tmp_path / "missing").exists()
+    assert (tmp_path / "a-file").is_file()
+
+
+def test_a_relative_path_in_the_current_folder_is_fine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    SqliteStore("here.db").close()
+    assert (tmp_path / "here.db").is_file()
+    with pytest.raises(StoreError, match="its folder 'nowhere' does not exist"):
+        store_from_url("sqlite://nowhere/x.db")
+
+
+def test_memory_is_not_a_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="use MemoryStore or memory://"):
+        SqliteStore(":memory:")
+    with pytest.raises(ValueError, match="use MemoryStore or memory://"):
+        store_from_url("sqlite://:memory:")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_an_unopenable_path_is_a_store_error(tmp_path: Path) -> None:
@@ -348,10 +385,10 @@ def test_path_text_spells_a_path_as_pathlib_does(parts: list[str]) -> None:
 def test_path_text_refuses_bytes_and_the_store_path_is_a_path(tmp_path: Path) -> None:
     with pytest.raises(TypeError):
         path_text(b"/tmp/x.db")  # type: ignore[arg-type]
+    (tmp_path / "sub").mkdir()
     store = SqliteStore(str(tmp_path) + "//sub/./x.db")
     try:
         assert store.path == tmp_path / "sub" / "x.db" and isinstance(store.path, Path)
         assert (tmp_path / "sub" / "x.db").is_file()
-        assert oct((tmp_path / "sub").stat().st_mode & 0o777) == oct(0o700)
     finally:
         store.close()

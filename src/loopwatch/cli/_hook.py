@@ -290,11 +290,11 @@ def status_main(arguments: list[str]) -> int:
         return 2
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 0
-    from loopwatch.hooks._paths import default_store_url
+    from loopwatch.hooks._paths import store_url_or_default
     from loopwatch.stores.base import StoreError
     from loopwatch.stores.url import store_from_url
 
-    url = args.store or default_store_url()
+    url = store_url_or_default(args.store)
     try:
         store = store_from_url(url)
     except (StoreError, ValueError, TypeError, ImportError) as exc:

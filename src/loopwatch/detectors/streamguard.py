@@ -39,7 +39,11 @@ class UnknownToolStreamGuard:
     """Replaces an assistant message that keeps calling the same missing tool."""
 
     def __init__(self, allowed_tools: Iterable[str], threshold: object = 10) -> None:
-        self.allowed_tools: tuple[str, ...] = tuple(t for t in allowed_tools if isinstance(t, str))
+        # A plain ``str`` is one name, as for LoopGuard's send_tools: iterating
+        # ``"read_file"`` would make its letters the allowed tools, and every real call
+        # an unknown one.
+        names = (allowed_tools,) if isinstance(allowed_tools, str) else allowed_tools
+        self.allowed_tools: tuple[str, ...] = tuple(t for t in names if isinstance(t, str))
         self._exact = frozenset(self.allowed_tools)
         self._lowered = [t.lower() for t in self.allowed_tools]
         self.threshold: int = _resolve_threshold(threshold)

@@ -16,7 +16,7 @@ from loopwatch.detectors.compaction import log_armed
 from loopwatch.errors import StoreError
 from loopwatch.guard._keys import safe_run_id
 from loopwatch.guard._ops import ArmGuard, UpdateBucket, adrive_one, drive_one
-from loopwatch.guard._policy import error_text
+from loopwatch.guard._policy import UnhashableValueError, error_text
 from loopwatch.stores.base import GuardSpec
 
 if TYPE_CHECKING:
@@ -104,7 +104,7 @@ def armed(guard: LoopGuard, session_key: str, run: str | None, actual: GuardSpec
 def arm_failed(guard: LoopGuard, session_key: str, exc: Exception) -> None:
     if isinstance(exc, StoreError):
         guard._store_failed(session_key, "", "compaction_retry", exc)
-    elif guard.strict:
+    elif guard.strict and not isinstance(exc, UnhashableValueError):
         raise exc
     else:
         tools_logger.warning(messages.LOG_COMPACTION_RETRY_FAILED.format(error=error_text(exc)))

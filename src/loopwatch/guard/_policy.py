@@ -4,7 +4,8 @@ A guard never raises into the agent, except the deliberate post-compaction abort
 wrong inside a call falls into three kinds, each decided here and nowhere else:
 
 * **a value loopwatch cannot hash** (SPEC §8.5: unserialisable, cyclic, too large, or a
-  ``__str__`` that raises): the call is allowed, logged once per tool name;
+  ``__str__`` that raises), or a reading of the host's ``clock`` that fails
+  (:class:`ClockError`): the call is allowed, logged once per tool name;
 * **a store failure** (:class:`~loopwatch.errors.StoreError`): allowed (fail-open, the
   default) or blocked (a store with ``fail_open = False``), with a ``store.error`` event
   every time and a log line at a bounded rate;
@@ -23,6 +24,7 @@ import logging
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Final
 
 tools_logger = logging.getLogger("loopwatch.tools")
@@ -40,12 +42,52 @@ STRICT_ENV: Final = "LOOPWATCH_STRICT"
 class UnhashableValueError(Exception):
     """A value of the host's could not be read or hashed: a documented degradation.
 
-    Covers the arguments, result and error (SPEC §8.5) and the ids the host passes (run,
-    tool call), whose conversion runs the host's own code.
+    Covers the arguments, result and error (SPEC §8.5), the ids the host passes (run,
+    tool call), whose conversion runs the host's own code, and the reading of the host's
+    ``clock`` (:class:`ClockError`).
 
     The guard wraps whatever hashing raised in it, so the policy can tell the host's values
     from loopwatch's own bugs; ``__cause__`` is the original exception.
     """
+
+
+class ClockError(UnhashableValueError):
+    """The host's ``clock`` raised, or returned something that is not epoch seconds."""
+
+
+#: The largest epoch seconds a clock reading may be (either sign): JavaScript's ``Date``
+#: range, in which the reference's millisecond timestamps live; it also keeps them within
+#: the 64-bit integers of SQLite and Redis. NaN, infinities and 1e300 are clock bugs.
+MAX_CLOCK_S: Final = 8.64e12
+
+
+def clock_failed(exc: Exception) -> ClockError:
+    """The :class:`ClockError` of a clock that raised (``exc`` is its cause)."""
+    error = ClockError(error_text(exc))
+    error.__cause__ = exc
+    return error
+
+
+def bad_reading(now: float) -> ClockError:
+    """The :class:`ClockError` of a reading out of :data:`MAX_CLOCK_S` (or NaN)."""
+    return ClockError(f"clock returned {now!r}, not epoch seconds")
+
+
+def read_clock(clock: Callable[[], float]) -> float:
+    """The clock's reading as ``float`` epoch seconds.
+
+    (``plan_before`` and ``plan_after`` inline the same steps: they run on every call.)
+
+    Raises:
+        ClockError: the clock raised, or returned something that is not epoch seconds.
+    """
+    try:
+        now = float(clock())
+    except Exception as exc:
+        raise clock_failed(exc) from exc
+    if not abs(now) <= MAX_CLOCK_S:  # NaN fails it too
+        raise bad_reading(now)
+    return now
 
 
 def strict_from_env() -> bool:
@@ -108,8 +150,14 @@ class StoreErrorRate:
     def __init__(self) -> None:
         self._last: float | None = None
 
-    def due(self, now: float) -> bool:
+    def due(self, now: float | None) -> bool:
+        """``now`` is ``None`` when the clock failed: due only if nothing was logged yet."""
         last = self._last
+        if now is None:
+            if last is None:
+                self._last = float("-inf")
+                return True
+            return False
         if last is None or now - last >= STORE_ERROR_LOG_INTERVAL_S or now < last:
             self._last = now
             return True
@@ -118,12 +166,17 @@ class StoreErrorRate:
 
 __all__ = [
     "FAILURE_LOG_MEMORY",
+    "MAX_CLOCK_S",
     "MAX_ERROR_TEXT",
     "STORE_ERROR_LOG_INTERVAL_S",
     "STRICT_ENV",
+    "ClockError",
     "OnceLog",
     "StoreErrorRate",
     "UnhashableValueError",
+    "bad_reading",
+    "clock_failed",
     "error_text",
+    "read_clock",
     "strict_from_env",
 ]

@@ -56,6 +56,7 @@ from loopwatch.guard._policy import (
     StoreErrorRate,
     UnhashableValueError,
     error_text,
+    read_clock,
     strict_from_env,
 )
 from loopwatch.guard._verdicts import conclude, follow_up
@@ -79,16 +80,32 @@ STORE_UNAVAILABLE: Final = "store_unavailable"
 
 
 def _check_arguments(
-    store: object, clock: object, settings: object, detectors: tuple[object, ...]
+    store: object,
+    clock: object,
+    settings: object,
+    detectors: tuple[object, ...],
+    enforce: object,
+    strict: object,
+    send_tools: object,
 ) -> None:
-    """Reject, at construction, arguments every call would fail on.
+    """Reject, at construction, arguments every call would fail on or silently misread.
 
-    Each of these would otherwise be caught by the failure policy on every call: the guard
-    would allow everything, detect nothing, and say so once per tool name in a log.
+    Each of the first kind would otherwise be caught by the failure policy on every call:
+    the guard would allow everything, detect nothing, and say so once per tool name in a
+    log. The flags must be real ``bool``s: ``enforce="false"`` (a value read from the
+    environment) would be true.
     """
     if store is not None and not isinstance(store, Store):
         hint = " (build one from a URL with store_from_url)" if isinstance(store, str) else ""
         raise TypeError(f"store must be a loopwatch Store, not {type(store).__name__}{hint}")
+    if store is not None and not isinstance(store.fail_open, bool):
+        raise TypeError(f"store.fail_open must be a bool, not {type(store.fail_open).__name__}")
+    if not isinstance(enforce, bool):
+        raise TypeError(f"enforce must be a bool, not {type(enforce).__name__}")
+    if strict is not None and not isinstance(strict, bool):
+        raise TypeError(f"strict must be a bool or None, not {type(strict).__name__}")
+    if isinstance(send_tools, (bytes, bytearray, memoryview)):
+        raise TypeError("send_tools must be tool names (a str or a collection of str), not bytes")
     if clock is not None and not callable(clock):
         raise TypeError(f"clock must be a callable returning epoch seconds, not {clock!r}")
     if settings is not None and not isinstance(settings, GuardSettings):
@@ -96,6 +113,19 @@ def _check_arguments(
     for detector in detectors:
         if not callable(detector):
             raise TypeError(f"detector {detector!r} is not callable")
+
+
+def _send_tool_names(send_tools: Collection[str]) -> tuple[str, ...]:
+    """The send tool names, read once (a generator is read once too).
+
+    A plain ``str`` is one name, as for ``normalizers``: iterating ``"telegram"`` would
+    silently make its letters the send tools.
+    """
+    names = (send_tools,) if isinstance(send_tools, str) else tuple(send_tools)
+    for name in names:
+        if not isinstance(name, str):
+            raise TypeError(f"send_tools entries must be str, not {type(name).__name__}")
+    return names
 
 
 class LoopGuard:
@@ -135,8 +165,10 @@ class LoopGuard:
         ConfigError: a config the schema rejects.
         TypeError: both configs, a config of another type, a ``ResolvedConfig``, a
             coroutine function as listener, a ``store`` that is not a :class:`Store` (a URL
-            goes through :func:`~loopwatch.stores.url.store_from_url`), a ``clock`` or a
-            detector that is not callable, or ``settings`` that are not ``GuardSettings``.
+            goes through :func:`~loopwatch.stores.url.store_from_url`) or whose
+            ``fail_open`` is not a ``bool``, a ``clock`` or a detector that is not callable,
+            ``settings`` that are not ``GuardSettings``, an ``enforce`` or ``strict`` that
+            is not a ``bool``, or a send tool name that is not a ``str``.
         ValueError: an unknown normaliser, profile or ``first_warning``.
     """
 
@@ -159,7 +191,7 @@ class LoopGuard:
         strict: bool | None = None,
     ) -> None:
         detectors = tuple(detectors or ())
-        _check_arguments(store, clock, settings, detectors)
+        _check_arguments(store, clock, settings, detectors, enforce, strict, send_tools)
         if settings is None:
             settings = GuardSettings.resolve(
                 config,
@@ -182,9 +214,7 @@ class LoopGuard:
                 raise TypeError(f"listener {listener!r} is not callable")
         self._store: Store = store if store is not None else MemoryStore()
         self._clock: Callable[[], float] = clock if clock is not None else time.time
-        # A plain ``str`` is one name, as for ``normalizers``: iterating ``"telegram"`` would
-        # silently make its letters the send tools.
-        names: Iterable[object] = (send_tools,) if isinstance(send_tools, str) else send_tools
+        names = _send_tool_names(send_tools)
         self.send_tools: frozenset[str] = frozenset(normalize_tool_name(t) for t in names)
         self.normalizers: frozenset[str] = validate_normalizers(normalizers)
         self.enforce: bool = bool(enforce)
@@ -283,7 +313,7 @@ class LoopGuard:
     # --- plumbing --------------------------------------------------------------------
 
     def _now(self) -> float:
-        return float(self._clock())
+        return read_clock(self._clock)
 
     def _emit(self, event: LoopEvent) -> None:
         for listener in self._listeners:
@@ -315,7 +345,12 @@ class LoopGuard:
 
         fail_open = self._store.fail_open
         text = error_text(exc)
-        if self._store_error_rate.due(self._now()):
+        try:
+            now: float | None = self._now()
+        except Exception:
+            # The host's clock failed too: this handler must not raise into the agent.
+            now = None
+        if self._store_error_rate.due(now):
             store_logger.warning(
                 messages.LOG_STORE_ERROR.format(
                     operation=operation,
@@ -710,19 +745,34 @@ class LoopGuard:
     # --- accessors (SPEC §9.4, see _accessors): never touch or create a session ----------
 
     def history(self, *, session_key: object) -> tuple[ToolCallRecord, ...]:
-        """A copy of the session's history, all runs, oldest first."""
+        """A copy of the session's history, all runs, oldest first.
+
+        The accessors are for inspection, not the agent's path: they do not fail open.
+
+        Raises:
+            StoreError: the store or the clock failed (any other exception of theirs is
+                wrapped in one, as its ``__cause__``).
+        """
         return _accessors.history(self, session_key=session_key)
 
     def guard_snapshot(
         self, *, session_key: object, run_id: object = None, agent_id: object = None
     ) -> GuardSnapshot:
-        """The run's guard state; unarmed with 0 attempts when it has no guard yet."""
+        """The run's guard state; unarmed with 0 attempts when it has no guard yet.
+
+        Raises:
+            StoreError: the store or the clock failed, as for :meth:`history`.
+        """
         return _accessors.guard_snapshot(self, session_key=session_key, run_id=run_id)
 
     def last_guard_verdict(
         self, *, session_key: object, run_id: object = None
     ) -> GuardVerdict | None:
-        """The verdict of the run guard's latest observation, or ``None``."""
+        """The verdict of the run guard's latest observation, or ``None``.
+
+        Raises:
+            StoreError: the store or the clock failed, as for :meth:`history`.
+        """
         return _accessors.last_guard_verdict(self, session_key=session_key, run_id=run_id)
 
     async def ahistory(self, *, session_key: object) -> tuple[ToolCallRecord, ...]:

@@ -163,12 +163,12 @@ def default_guard(
         StoreError: the store cannot be opened.
     """
     from loopwatch.guard import LoopGuard
-    from loopwatch.hooks._paths import default_store_url
+    from loopwatch.hooks._paths import store_url_or_default
     from loopwatch.stores.url import store_from_url
 
     if profile is not None and profile not in ("reference", "adaptive"):
         raise ValueError(f"profile must be 'reference' or 'adaptive', not {profile!r}")
-    store = store_from_url(store_url or default_store_url())
+    store = store_from_url(store_url_or_default(store_url))
     if config_file is None:
         chosen = profile or "adaptive"
         return LoopGuard({"enabled": True}, store=store, profile=chosen)  # type: ignore[arg-type]

@@ -25,6 +25,7 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
+from contextlib import suppress
 from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, Protocol
 
 from loopwatch.core._undefined import UNDEFINED
@@ -150,12 +151,14 @@ def notes_for(store: Store) -> NoteBook:
             if notes is None:
                 notes = _memory_notes[store] = MemoryNotes()
             return notes
-        from loopwatch.hooks._paths import notes_path
+        from loopwatch.hooks._paths import make_state_dir, notes_path
         from loopwatch.stores.sqlite import SqliteStore
 
         path = notes_path()
         book = _side_notes.get(path)
         if book is None:
+            with suppress(OSError):  # the hooks' own folder (the store never creates one)
+                make_state_dir()
             book = _side_notes[path] = SqliteStore(path)
         return book
 

@@ -11,6 +11,7 @@ a hook a few milliseconds to import (it imports ``urllib.parse`` and ``ipaddress
 from __future__ import annotations
 
 import os
+from contextlib import suppress
 from typing import Final
 
 #: The environment variable naming the store of the hooks (any ``store_from_url`` URL).
@@ -30,12 +31,38 @@ def state_dir() -> str:
     return os.path.join(base, "loopwatch")
 
 
+def make_state_dir() -> str:
+    """Create the state folder (``0700``, parents as needed) and return it.
+
+    The hooks own this folder, so they create it; a SQLite store never creates the folder
+    of a path it is given (a typo would make a new, empty store).
+
+    Raises:
+        OSError: it cannot be created.
+    """
+    folder = state_dir()
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    return folder
+
+
 def default_store_url() -> str:
     """``LOOPWATCH_STORE`` when set, else the SQLite file in the state folder."""
     given = os.environ.get(STORE_ENV, "").strip()
     if given:
         return given
     return "sqlite://" + os.path.join(state_dir(), STORE_FILE)
+
+
+def store_url_or_default(given: str | None) -> str:
+    """``given``, else :func:`default_store_url`, with the state folder created when the
+    URL is the hooks' own file there (never for a URL the user chose)."""
+    if given:
+        return given
+    url = default_store_url()
+    if url == "sqlite://" + os.path.join(state_dir(), STORE_FILE):
+        with suppress(OSError):  # the store then fails to open, naming the folder
+            make_state_dir()
+    return url
 
 
 def notes_path() -> str:
@@ -47,4 +74,12 @@ def log_path() -> str:
     return os.path.join(state_dir(), LOG_FILE)
 
 
-__all__ = ["STORE_ENV", "default_store_url", "log_path", "notes_path", "state_dir"]
+__all__ = [
+    "STORE_ENV",
+    "default_store_url",
+    "log_path",
+    "make_state_dir",
+    "notes_path",
+    "state_dir",
+    "store_url_or_default",
+]

@@ -251,6 +251,62 @@ def recovery_message(reason: str | None) -> str:
     return RECOVERY_MESSAGE.format(reason=reason or "")
 
 
+# --- construction checks -------------------------------------------------------------------------
+
+#: The methods every adapter calls on its guard (:class:`GuardLike`).
+_GUARD_METHODS: Final = ("before_call", "abefore_call", "after_call", "aafter_call")
+
+
+def check_adapter_arguments(
+    guard: object, *, agent_id: object = None, **id_sources: object
+) -> None:
+    """Reject, when an adapter is built, a guard or an id setting every call would fail on.
+
+    Without it the mistake surfaces inside the agent's first tool call (``guard=None``: an
+    ``AttributeError`` the framework reports as the tool's failure), or never
+    (``session_key=3``: every call has no session, so nothing is guarded, and one log
+    line says so).
+
+    Args:
+        guard: the adapter's guard: a :class:`~loopwatch.LoopGuard` or anything with the
+            methods of :class:`GuardLike`.
+        agent_id: the adapter's ``agent_id``: a ``str`` or ``None`` (only a ``str`` selects
+            an ``openclaw_config`` per-agent block; ``3`` would silently select none).
+        id_sources: the adapter's ``session_key`` / ``run_id`` settings by name: each a
+            ``str``, a callable or ``None``.
+
+    Raises:
+        TypeError: naming the argument.
+    """
+    if isinstance(guard, type):  # LoopGuard itself: its methods are there, unbound
+        raise TypeError(
+            f"guard must be a LoopGuard, not the class {guard.__name__} (build one: "
+            f"{guard.__name__}(...))"
+        )
+    missing = [name for name in _GUARD_METHODS if not callable(getattr(guard, name, None))]
+    if missing:
+        raise TypeError(
+            f"guard must be a LoopGuard, not {type(guard).__name__} (no {', '.join(missing)})"
+        )
+    if agent_id is not None and not isinstance(agent_id, str):
+        raise TypeError(f"agent_id must be a str or None, not {type(agent_id).__name__}")
+    for name, source in id_sources.items():
+        if source is not None and not isinstance(source, str) and not callable(source):
+            raise TypeError(
+                f"{name} must be a str, a callable or None, not {type(source).__name__}"
+            )
+
+
+def check_capacity(name: str, value: object) -> None:
+    """An adapter's bound on remembered calls or sessions: an ``int`` >= 1.
+
+    Raises:
+        ValueError: naming the argument (``0`` would forget every call at once).
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1, not {value!r}")
+
+
 # --- ids ---------------------------------------------------------------------------------------
 
 
@@ -414,6 +470,8 @@ __all__ = [
     "append_warning",
     "append_warning_text",
     "batch_admission",
+    "check_adapter_arguments",
+    "check_capacity",
     "claim_guarded",
     "critical_strike",
     "guarding",

@@ -85,6 +85,7 @@ from loopwatch.adapter import (
 )
 from loopwatch.errors import LoopDetectedError
 from loopwatch.guard import LoopGuard
+from loopwatch.integrations._shared import check_adapter_arguments
 from loopwatch.testing import LoopScript
 
 #: A session key or run id: fixed, or computed from the middleware's context.
@@ -126,6 +127,7 @@ class _Ids:
     def __init__(
         self, guard: LoopGuard, session_key: IdSource, run_id: IdSource, agent_id: str | None
     ) -> None:
+        check_adapter_arguments(guard, agent_id=agent_id, session_key=session_key, run_id=run_id)
         self.guard = guard
         self.session_key = session_key
         self.run_id = run_id

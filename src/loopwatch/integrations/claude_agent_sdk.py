@@ -59,6 +59,7 @@ from claude_agent_sdk import HookContext, HookMatcher
 from loopwatch.adapter import AdapterOptions, OnCritical, ToolCall
 from loopwatch.errors import LoopDetectedError
 from loopwatch.guard import LoopGuard
+from loopwatch.integrations._shared import check_adapter_arguments
 from loopwatch.testing import LoopScript
 
 #: A session key or run id: fixed, or computed from the hook input.
@@ -100,6 +101,7 @@ class LoopGuardHooks:
         self.agent_id = agent_id
         # end_run (and recover's second critical) is answered in the CLI's own idiom
         # (continue: false), never raised into it.
+        check_adapter_arguments(guard, agent_id=agent_id, session_key=session_key, run_id=run_id)
         self.options = AdapterOptions(warn_model=warn_model, on_critical=on_critical)
         self._pending: OrderedDict[object, ToolCall] = OrderedDict()
 

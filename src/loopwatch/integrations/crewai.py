@@ -69,6 +69,7 @@ from loopwatch.adapter import (
 from loopwatch.adapter import unknown_tool_error as _unknown_tool_error
 from loopwatch.errors import LoopDetectedError
 from loopwatch.guard import LoopGuard
+from loopwatch.integrations._shared import check_adapter_arguments
 from loopwatch.testing import LoopScript
 
 #: A session key or run id: fixed, or computed from the hook context.
@@ -110,6 +111,7 @@ class LoopGuardToolHooks:
         self.session_key = session_key
         self.run_id = run_id
         self.agent_id = agent_id
+        check_adapter_arguments(guard, agent_id=agent_id, session_key=session_key, run_id=run_id)
         self.options = AdapterOptions(warn_model=warn_model, on_critical=on_critical)
         self.loop_error: LoopDetectedError | None = None
         self._pending: dict[int, ToolCall] = {}

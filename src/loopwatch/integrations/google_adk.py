@@ -71,7 +71,7 @@ from loopwatch.adapter import (
 )
 from loopwatch.errors import LoopDetectedError
 from loopwatch.guard import LoopGuard
-from loopwatch.integrations._shared import enter_guarding, leave_guarding
+from loopwatch.integrations._shared import check_adapter_arguments, enter_guarding, leave_guarding
 from loopwatch.testing import LoopScript
 
 #: A session key or run id: fixed, or computed from the call's ``ToolContext``.
@@ -140,6 +140,7 @@ class LoopGuardPlugin(BasePlugin):
         self.session_key = session_key
         self.run_id = run_id
         self.agent_id = agent_id
+        check_adapter_arguments(guard, agent_id=agent_id, session_key=session_key, run_id=run_id)
         self.options = AdapterOptions(warn_model=warn_model, on_critical=on_critical)
         self._pending: dict[object, ToolCall] = {}
         self._warnings: dict[object, str] = {}

@@ -93,6 +93,8 @@ from loopwatch.integrations._shared import (
     OnCritical,
     Outcome,
     append_warning,
+    check_adapter_arguments,
+    check_capacity,
     render_for_model,
     resolve_id,
     unknown_tool_error,
@@ -280,6 +282,8 @@ class LoopGuardMiddleware(AgentMiddleware[LoopwatchState, Any, Any]):
         on_critical: OnCritical = "block_call",
         max_sessions: int = 4096,
     ) -> None:
+        check_adapter_arguments(guard, agent_id=agent_id, session_key=session_key)
+        check_capacity("max_sessions", max_sessions)
         super().__init__()
         self.guard = guard
         self.agent_id = agent_id

@@ -58,6 +58,7 @@ from loopwatch.adapter import (
     unknown_tool_error,
 )
 from loopwatch.guard import LoopGuard
+from loopwatch.integrations._shared import check_adapter_arguments
 from loopwatch.testing import LoopScript
 
 AgentT = TypeVar("AgentT", BaseWorkflowAgent, AgentWorkflow)
@@ -239,6 +240,7 @@ def guard_agent(
         raise TypeError(f"guard_agent needs a llama-index workflow agent, not {type(agent)}")
     if isinstance(agent.__dict__.get("_loopwatch"), _Guard):
         raise TypeError("this agent is already guarded")
+    check_adapter_arguments(guard, agent_id=agent_id, session_key=session_key, run_id=run_id)
     options = AdapterOptions(warn_model=warn_model, on_critical=on_critical)
     ids = (guard, session_key, run_id, agent_id, options, _Turns())
     state = _Guard(agent, *ids)

@@ -61,6 +61,7 @@ from loopwatch.config.resolve import resolve_config
 from loopwatch.detectors.compaction import PostCompactionLoopPersistedError
 from loopwatch.errors import ConfigError, LoopDetectedError
 from loopwatch.guard import LoopGuard
+from loopwatch.integrations._shared import check_adapter_arguments
 from loopwatch.messages import (
     MCP_LOG_DETECTION_OFF,
 )
@@ -148,6 +149,10 @@ class McpLoopProxy:
         self.guard = guard
         self.session_key = session_key
         self.agent_id = agent_id
+        check_adapter_arguments(guard, agent_id=agent_id)
+        if not isinstance(session_key, str) or not session_key.strip():
+            # One fixed session for every call: anything else guards nothing.
+            raise TypeError(f"session_key must be a non-blank str, not {session_key!r}")
         self.options = options or AdapterOptions()
         self.known_tools: set[str] | None = None
         self._calls: dict[object, ToolCall] = {}
@@ -460,12 +465,16 @@ def main(argv: list[str]) -> int:
             print(f"{PROG}: error: {args.config}: {exc}", file=sys.stderr)
             return 2
         on_critical: OnCritical = args.on_critical
-        proxy = McpLoopProxy(
-            guard,
-            session_key=args.session,
-            agent_id=args.agent,
-            options=AdapterOptions(warn_model=args.warn_model, on_critical=on_critical),
-        )
+        try:
+            proxy = McpLoopProxy(
+                guard,
+                session_key=args.session,
+                agent_id=args.agent,
+                options=AdapterOptions(warn_model=args.warn_model, on_critical=on_critical),
+            )
+        except TypeError as exc:  # --session "": a session that would guard nothing
+            print(f"{PROG}: error: --session: {exc}", file=sys.stderr)
+            return 2
         return _process.run(args, command, proxy)
     finally:
         restore_logging()

@@ -60,18 +60,23 @@ guard and session, passes its calls through: they are guarded and recorded once.
 ends the run (``LoopDetectedRunError``) at the second.
 
 The tools of the agent's own MCP servers (``Agent(mcp_servers=[...])``) are function tools
-the SDK lists at each turn: the copy guards them as they are listed. Not covered, by the
-SDK's design: tools of hosted MCP servers (``HostedMCPTool``, run by OpenAI) and of handoff
-targets (guard those agents too). The SDK has no compaction hook for tools: when you compact a
-session (for example ``OpenAIResponsesCompactionSession.run_compaction``) and run again,
-call ``guard.compaction_retry(session_key=..., run_id=...)``. The guarded copy's failure
-policy is no longer the SDK's *default* one, so ``RunConfig.tool_error_formatter`` is
-asked by loopwatch (same arguments), and the copy marks the default error text as the
-SDK does, so it still bypasses a structured output schema (``output_type`` /
-``output_json_schema``) instead of failing the run. A blocked call never runs the tool
-and its message bypasses the schema too (the SDK's rule for a rejection); a warning is
-appended to the result's JSON as the SDK sends it, except for calls made by a hosted
-program, whose output is left to its schema.
+the SDK lists at each turn: the copy guards them as they are listed. Handoffs: the agents a
+guarded agent hands off to are guarded copies too (the same guardrails, so one session, one
+``tool_error_formatter`` for the run, their MCP servers' tools included); an agent
+``guard_agent`` already returned is kept. Not covered, by the SDK's design: tools of hosted
+MCP servers (``HostedMCPTool``, run by OpenAI), and the tools of an agent used as a tool
+(``Agent.as_tool``) unless you guard that agent before calling ``as_tool`` on it.
+
+The SDK has no compaction hook for tools: when you compact a session (for example
+``OpenAIResponsesCompactionSession.run_compaction``) and run again, call
+``guard.compaction_retry(session_key=..., run_id=...)``. The guarded copy's failure policy
+is no longer the SDK's *default* one, so ``RunConfig.tool_error_formatter`` is asked by
+loopwatch (same arguments), and the copy marks the default error text as the SDK does, so
+it still bypasses a structured output schema (``output_type`` / ``output_json_schema``)
+instead of failing the run. A blocked call never runs the tool and its message bypasses the
+schema too (the SDK's rule for a rejection); a warning is appended to the result's JSON as
+the SDK sends it, except for calls made by a hosted program, whose output is left to its
+schema.
 """
 
 from __future__ import annotations
@@ -124,6 +129,8 @@ from loopwatch.integrations._shared import (
     Outcome,
     append_warning,
     append_warning_text,
+    check_adapter_arguments,
+    check_capacity,
     enter_guarding,
     leave_guarding,
     render_for_model,
@@ -185,7 +192,7 @@ def _params(arguments: str) -> object:
         return {}
     try:
         return json.loads(arguments)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
         return arguments
 
 
@@ -299,6 +306,8 @@ class LoopGuardrails:
         on_critical: OnCritical = "block_call",
         max_pending: int = 4096,
     ) -> None:
+        check_adapter_arguments(guard, agent_id=agent_id, session_key=session_key, run_id=run_id)
+        check_capacity("max_pending", max_pending)
         self.guard = guard
         self.agent_id = agent_id
         self.options = AdapterOptions(warn_model=warn_model, on_critical=on_critical)
@@ -322,6 +331,9 @@ class LoopGuardrails:
             RunContextWrapper[Any], dict[str, _MissingNote]
         ] = weakref.WeakKeyDictionary()
         self._max_pending = max_pending
+        # The guardrails of agents this one hands off to that were guarded on their own
+        # (guard_agent keeps them): the run has one tool error formatter for all agents.
+        self._linked: list[LoopGuardrails] = []
         self.input: ToolInputGuardrail[Any] = ToolInputGuardrail(self._before, name=GUARDRAIL_NAME)
         self.output: ToolOutputGuardrail[Any] = ToolOutputGuardrail(
             self._after, name=GUARDRAIL_NAME
@@ -563,10 +575,7 @@ class LoopGuardrails:
         decided for calls of missing tools (see :func:`tool_error_formatter`)."""
 
         async def formatter(args: ToolErrorFormatterArgs[Any]) -> str | None:
-            note: _MissingNote | None = None
-            if args.kind == "tool_not_found":
-                notes = self._missing.get(args.run_context)
-                note = notes.pop(args.call_id, None) if notes else None
+            note = self._take_note(args) if args.kind == "tool_not_found" else None
             blocked, warning = note if note is not None else (None, None)
             if blocked is not None:
                 return blocked
@@ -576,6 +585,26 @@ class LoopGuardrails:
             return append_warning_text(text if text is not None else args.default_message, warning)
 
         return formatter
+
+    def _take_note(self, args: ToolErrorFormatterArgs[Any]) -> _MissingNote | None:
+        """The note of a missing tool's call, from these guardrails or linked ones."""
+        seen: set[int] = set()
+        todo: list[LoopGuardrails] = [self]
+        while todo:
+            guardrails = todo.pop()
+            if id(guardrails) in seen:
+                continue
+            seen.add(id(guardrails))
+            notes = guardrails._missing.get(args.run_context)
+            note = notes.pop(args.call_id, None) if notes else None
+            if note is not None:
+                return note
+            todo.extend(guardrails._linked)
+        return None
+
+    def _link(self, other: LoopGuardrails) -> None:
+        if other is not self and all(g is not other for g in self._linked):
+            self._linked.append(other)
 
     def apply_all(self, tools: Iterable[Tool]) -> list[Tool]:
         """``tools`` with every ``FunctionTool`` guarded; other tools are kept as they are."""
@@ -607,7 +636,9 @@ def tool_error_formatter(
     call of a tool the agent does not have itself, with this formatter's text. The guard
     has already decided the call (the model-response hook): a blocked call reads the
     blocked message, a warned one the SDK's text (or ``inner``'s) with the warning after
-    it. Every other call and kind of error is ``inner``'s to format.
+    it. Every other call and kind of error is ``inner``'s to format. It answers for every
+    agent of the run that ``agent`` may hand off to (they are guarded with it), so a run
+    needs this one formatter, not one per agent.
 
     Args:
         agent: the agent :func:`guard_agent` returned.
@@ -644,8 +675,17 @@ def guard_agent(
         warn_model: append an emitted warning to the output the model reads.
         on_critical: ``"block_call"``, ``"end_run"`` or ``"recover"``.
 
+    The agents it hands off to (``handoffs``: an agent, or a ``handoff(agent)``), theirs,
+    and so on, are guarded copies too, with the same guardrails (so the same options and
+    ``agent_id``), cycles included: the SDK hands the run to the target agent as it is, so
+    a target left alone would run its tools unguarded. An agent :func:`guard_agent`
+    already returned is kept as it is (guard a target first to give it options of its
+    own), and a ``Handoff`` whose target is chosen only when it is invoked gets its target
+    guarded then. One :func:`tool_error_formatter` of the returned agent answers for every
+    agent of the run.
+
     Returns:
-        The guarded copy (``agent.clone(tools=...)``).
+        The guarded copy (``agent.clone(tools=..., hooks=..., handoffs=...)``).
     """
     guardrails = LoopGuardrails(
         guard,
@@ -655,6 +695,79 @@ def guard_agent(
         warn_model=warn_model,
         on_critical=on_critical,
     )
+    return _HandoffGraph(guardrails).guarded(agent, root=True)
+
+
+class _HandoffGraph:
+    """Guarded copies of an agent and of every agent it may hand the run to.
+
+    Each original agent is copied once (by identity: ``Agent`` is an unhashable
+    dataclass), before its handoffs are, so a cycle ends at the copy being built.
+    """
+
+    def __init__(self, guardrails: LoopGuardrails, known: _HandoffGraph | None = None) -> None:
+        self._guardrails = guardrails
+        self._known = known
+        self._copies: dict[int, tuple[Agent[Any], Agent[Any]]] = {}
+
+    def _copy_of(self, agent: Agent[Any]) -> Agent[Any] | None:
+        graph: _HandoffGraph | None = self
+        while graph is not None:
+            found = graph._copies.get(id(agent))
+            if found is not None and found[0] is agent:
+                return found[1]
+            graph = graph._known
+        return None
+
+    def guarded(self, agent: Agent[TContext], *, root: bool = False) -> Agent[TContext]:
+        """The guarded copy of ``agent``; the agent itself when it is a handoff target
+        guarded already (the ``root``, the agent ``guard_agent`` was given, is always
+        guarded by these guardrails, as before handoffs were followed)."""
+        hooks = agent.hooks
+        if isinstance(hooks, _GuardHooks) and not root:
+            # Guarded already (by this graph or by a guard_agent of its own): as it is.
+            self._guardrails._link(hooks.guardrails)
+            return agent
+        found = self._copy_of(agent)
+        if found is not None:
+            return found
+        guardrails = self._guardrails
+        copy = _guarded_copy(agent, guardrails)
+        self._copies[id(agent)] = (agent, copy)
+        if agent.handoffs:
+            copy.handoffs = [self._target(item) for item in agent.handoffs]
+        return copy
+
+    def _target(self, item: Agent[Any] | Handoff[Any, Any]) -> Agent[Any] | Handoff[Any, Any]:
+        if isinstance(item, Agent):
+            return self.guarded(item)
+        if not isinstance(item, Handoff):
+            return item  # not something the SDK hands off to: its own error, as before
+        ref = item._agent_ref
+        target = ref() if ref is not None else None
+        guarded_target = self.guarded(target) if isinstance(target, Agent) else None
+        invoke = item.on_invoke_handoff
+
+        async def on_invoke_handoff(context: RunContextWrapper[Any], arguments: str) -> Any:
+            chosen = await invoke(context, arguments)
+            if guarded_target is not None and chosen is target:
+                return guarded_target
+            if isinstance(chosen, Agent):
+                # A target chosen at run time: guarded now, with a graph of its own that
+                # knows this one (so a handoff back reaches the copies made here).
+                return _HandoffGraph(self._guardrails, self).guarded(chosen)
+            return chosen
+
+        copy = dataclasses.replace(item, on_invoke_handoff=on_invoke_handoff)
+        if guarded_target is not None:
+            # Read by the SDK (tool configuration, visualisation); init=False, so set here.
+            # The copy stays alive: this graph, which the closure above holds, holds it.
+            copy._agent_ref = weakref.ref(guarded_target)
+        return copy
+
+
+def _guarded_copy(agent: Agent[TContext], guardrails: LoopGuardrails) -> Agent[TContext]:
+    """``agent``'s copy with its function tools and its MCP servers' tools guarded."""
     guarded = agent.clone(
         tools=guardrails.apply_all(agent.tools), hooks=_GuardHooks(guardrails, agent.hooks)
     )

@@ -91,6 +91,7 @@ from loopwatch.integrations._shared import (
     Outcome,
     append_warning,
     append_warning_text,
+    check_adapter_arguments,
     resolve_id,
     unknown_tool_error,
 )
@@ -194,6 +195,9 @@ class LoopGuardCapability(AbstractCapability[Any]):
     admissions: Admissions = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        check_adapter_arguments(
+            self.guard, agent_id=self.agent_id, session_key=self.session_key, run_id=self.run_id
+        )
         self.options = AdapterOptions(warn_model=self.warn_model, on_critical=self.on_critical)
         self.streams = StreamGuards(self.guard)
         self.admissions = Admissions()

@@ -69,6 +69,7 @@ from loopwatch.adapter import (
     unknown_tool_error,
 )
 from loopwatch.guard import LoopGuard
+from loopwatch.integrations._shared import check_adapter_arguments
 from loopwatch.testing import LoopScript
 
 A = TypeVar("A", bound=MultiStepAgent)
@@ -257,6 +258,7 @@ def guard_agent(
     Raises:
         TypeError: ``agent`` is neither kind, or is already guarded.
     """
+    check_adapter_arguments(guard, agent_id=agent_id, session_key=session_key, run_id=run_id)
     options = AdapterOptions(warn_model=warn_model, on_critical=on_critical)
     if not isinstance(agent, (ToolCallingAgent, CodeAgent)):
         raise TypeError(f"guard_agent needs a ToolCallingAgent or a CodeAgent, not {type(agent)}")

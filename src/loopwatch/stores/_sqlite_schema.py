@@ -159,14 +159,24 @@ def path_text(path: str | os.PathLike[str]) -> str:
 
 
 def create_private(path: str) -> None:
-    """Create the database file (and its folder) readable by this user only.
+    """Create the database file readable by this user only, in a folder that must exist.
 
     SQLite gives the ``-wal`` and ``-shm`` files the permissions of the database file, so
     creating it ``0600`` here, before SQLite does, keeps all three private.
+
+    A missing folder is refused, as ``sqlite3.connect`` refuses it: creating it would turn
+    a typo in a path (``/var/lib/ap/loops.db``) into a new, empty store that nothing else
+    reads, and a guard that silently detects nothing across processes.
+
+    Raises:
+        FileNotFoundError: the folder does not exist (the message names it).
     """
-    folder = os.path.dirname(path)
-    if folder:  # the leaf only 0700, as Path.mkdir(parents=True) does
-        os.makedirs(folder, mode=0o700, exist_ok=True)
+    folder = os.path.dirname(path) or "."
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(
+            f"its folder {folder!r} does not exist or is not a folder (create it first: "
+            "loopwatch does not create folders)"
+        )
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     os.close(fd)
 

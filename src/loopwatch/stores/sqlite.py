@@ -74,7 +74,8 @@ class SqliteStore(Store):
     system is not supported (SQLite's locking needs a local disk).
 
     Args:
-        path: the database file; created ``0600`` (its folder ``0700``) when missing.
+        path: the database file; created ``0600`` when missing. Its folder must exist:
+            it is not created (a typo in a path would otherwise make a new, empty store).
         idle_ttl_s: forget a session untouched for longer than this many seconds of the
             ``LoopGuard`` clock (``None``: never). Expired sessions are deleted from the
             file whenever a new session starts.
@@ -85,8 +86,10 @@ class SqliteStore(Store):
         fail_open: allow calls when the store fails (default) or block them.
 
     Raises:
-        ValueError: a bad option value.
-        StoreError: the file cannot be opened or was written by a newer schema.
+        ValueError: a bad option value, or the path ``":memory:"``.
+        TypeError: a ``fail_open`` that is not a ``bool`` (``"false"`` would be true).
+        StoreError: the file cannot be opened (its folder does not exist, it is a
+            folder, ...; the message names the path) or was written by a newer schema.
     """
 
     def __init__(
@@ -113,10 +116,16 @@ class SqliteStore(Store):
         ):
             raise ValueError("busy_timeout_s must be a number of seconds >= 0")
         self._path = path_text(path)
+        if self._path == ":memory:":
+            # sqlite3's private in-memory database: shared with no other process or store,
+            # which is the one thing this store is for (and a file would be created).
+            raise ValueError("path ':memory:' is not a file: use MemoryStore or memory://")
         self.idle_ttl_s = None if idle_ttl_s is None else float(idle_ttl_s)
         self.max_sessions = max_sessions
         self.busy_timeout_s = float(busy_timeout_s)
-        self.fail_open = bool(fail_open)
+        if not isinstance(fail_open, bool):
+            raise TypeError(f"fail_open must be a bool, not {type(fail_open).__name__}")
+        self.fail_open = fail_open
         self._lock = threading.RLock()
         self._depth = 0
         self._nonces: OrderedDict[int, tuple[ToolCallRecord, int]] = OrderedDict()

@@ -69,8 +69,9 @@ def store_from_url(url: str, **options: Any) -> Store:
       ``fail_open``, client options).
 
     - ``sqlite:///path/to/file.db``: a :class:`~loopwatch.stores.sqlite.SqliteStore`
-      (one machine, many processes); ``options`` are its keyword arguments
-      (``idle_ttl_s``, ``max_sessions``, ``busy_timeout_s``, ``fail_open``).
+      (one machine, many processes; the file is created, its folder must exist);
+      ``options`` are its keyword arguments (``idle_ttl_s``, ``max_sessions``,
+      ``busy_timeout_s``, ``fail_open``).
 
     To use a client you already have (redis-py, valkey, a cluster client), construct
     ``RedisStore(client)`` directly.
@@ -79,6 +80,8 @@ def store_from_url(url: str, **options: Any) -> Store:
         ValueError: an unknown scheme or a malformed URL.
         TypeError: an option the backend does not take.
         ImportError: the Redis backend without the ``redis`` package.
+        StoreError: a SQLite file that cannot be opened, its folder missing included
+            (folders are not created).
     """
     if not isinstance(url, str):
         raise TypeError(f"a store URL must be a string, not {type(url).__name__}")

@@ -120,7 +120,8 @@ class RedisStore(Store):
 
     Raises:
         ValueError: no client, or a bad prefix or TTL.
-        TypeError: an asyncio client passed as ``client``.
+        TypeError: an asyncio client passed as ``client``, or a ``fail_open`` that is not
+            a ``bool`` (``"false"`` would be true).
     """
 
     def __init__(
@@ -159,7 +160,9 @@ class RedisStore(Store):
         self._async_client = async_client
         self.prefix = prefix
         self.idle_ttl_s = None if idle_ttl_s is None else float(idle_ttl_s)
-        self.fail_open = bool(fail_open)
+        if not isinstance(fail_open, bool):
+            raise TypeError(f"fail_open must be a bool, not {type(fail_open).__name__}")
+        self.fail_open = fail_open
         self.native_async = async_client is not None
         self._owns_clients = False
         self._scripts = _scripts()
@@ -210,9 +213,12 @@ class RedisStore(Store):
 
         Raises:
             ValueError: a malformed URL, an unknown scheme or a bad option value.
-            TypeError: an option the redis-py client does not take.
+            TypeError: an option the redis-py client does not take, or a ``fail_open``
+                that is not a ``bool``.
             ImportError: the ``redis`` package is missing (``pip install loopwatch[redis]``).
         """
+        if not isinstance(fail_open, bool):  # before any client is built
+            raise TypeError(f"fail_open must be a bool, not {type(fail_open).__name__}")
         client, async_client = build_clients(
             url,
             socket_timeout=socket_timeout,
