@@ -38,7 +38,7 @@ from framework_matrix import (
 )
 
 from loopwatch import LoopGuard
-from loopwatch.integrations.crewai import LoopGuardToolHooks, ScriptedLLM
+from loopwatch.integrations.crewai import LoopGuardToolHooks, ScriptedLLM, _message_calls
 from loopwatch.testing import LoopScript
 
 
@@ -191,3 +191,41 @@ def test_crewai_own_limit_stops_identical_calls_at_five(hooks_of: list[LoopGuard
     assert tools.total == 5
     assert len(guard.history(session_key="crew-2")) == 5
     assert blocks(events) == 0
+
+
+# --- construction and hostile arguments (the main suite's test_adapter_construction) ----
+
+
+@pytest.mark.parametrize("guard", [None, "guard", object(), LoopGuard], ids=repr)
+def test_a_guard_that_is_no_guard_is_refused(guard: object) -> None:
+    with pytest.raises(TypeError, match=r"^guard must be a LoopGuard, not "):
+        LoopGuardToolHooks(guard)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("setting", ["session_key", "run_id"])
+@pytest.mark.parametrize("bad", [3, 2.5, b"s", ["s"]], ids=repr)
+def test_an_id_setting_that_is_no_str_nor_callable_is_refused(setting: str, bad: object) -> None:
+    guard = LoopGuard({"enabled": True})
+    with pytest.raises(TypeError, match=f"^{setting} must be a str, a callable or None"):
+        LoopGuardToolHooks(guard, **{setting: bad})  # type: ignore[arg-type]
+    LoopGuardToolHooks(guard, **{setting: "fixed"})  # type: ignore[arg-type]
+    LoopGuardToolHooks(guard, **{setting: lambda *_context: "computed"})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("agent_id", [3, b"coder", ["coder"]], ids=repr)
+def test_an_agent_id_that_is_no_str_is_refused(agent_id: object) -> None:
+    with pytest.raises(TypeError, match=r"^agent_id must be a str or None, not "):
+        LoopGuardToolHooks(LoopGuard({"enabled": True}), agent_id=agent_id)  # type: ignore[arg-type]
+    LoopGuardToolHooks(LoopGuard({"enabled": True}), agent_id="coder")
+
+
+def test_arguments_nested_past_the_json_parser_are_skipped_not_raised() -> None:
+    deep = "[" * 200_000 + "]" * 200_000  # json.loads raises RecursionError on it
+    message = {
+        "role": "assistant",
+        "tool_calls": [
+            {"id": "c1", "function": {"name": "read_file", "arguments": deep}},
+            {"id": "c2", "function": {"name": "read_file", "arguments": '{"path": "a"}'}},
+        ],
+    }
+    assert _message_calls(message) == [("read_file", {"path": "a"}, "c2")]

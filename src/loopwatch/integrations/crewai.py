@@ -255,7 +255,7 @@ def _message_calls(message: dict[str, Any]) -> list[tuple[str, object, str]]:
         if isinstance(arguments, str):
             try:
                 arguments = json.loads(arguments)
-            except ValueError:
+            except (ValueError, RecursionError):  # not JSON, or nested past the parser
                 continue
         calls.append((str(function.get("name")), arguments if arguments else {}, call["id"]))
     return calls
