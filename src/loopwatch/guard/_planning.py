@@ -21,13 +21,7 @@ from loopwatch.detectors.profiles import UpcomingCall
 from loopwatch.detectors.reference import is_known_poll
 from loopwatch.guard._memo import ArgsMemo
 from loopwatch.guard._ops import RecordOutcome
-from loopwatch.guard._policy import (
-    MAX_CLOCK_S,
-    UnhashableValueError,
-    bad_reading,
-    clock_failed,
-    error_text,
-)
+from loopwatch.guard._policy import UnhashableValueError, error_text, read_clock
 from loopwatch.stores.base import GuardSpec, OutcomeWrite
 
 if TYPE_CHECKING:
@@ -87,12 +81,7 @@ def plan_before(
         known_poll = (tool == "process" or tool == "command_status") and is_known_poll(tool, params)
     except Exception as exc:
         raise UnhashableValueError(error_text(exc)) from exc
-    try:  # read_clock, inlined (the hot path)
-        now = float(guard._clock())
-    except Exception as exc:
-        raise clock_failed(exc) from exc
-    if not abs(now) <= MAX_CLOCK_S:  # NaN fails it too
-        raise bad_reading(now)
+    now = read_clock(guard._clock)
     call = UpcomingCall(tool, args_hash, run, known_poll)
     pending = None
     if block is None or block.get("enabled") is not False:
@@ -172,12 +161,7 @@ def plan_after(
         if guard._no_outcome_facts
         else guard.detector_profile.outcome_facts(call, params, outcome, result, error)
     )
-    try:  # read_clock, inlined (the hot path)
-        now = float(guard._clock())
-    except Exception as exc:
-        raise clock_failed(exc) from exc
-    if not abs(now) <= MAX_CLOCK_S:  # NaN fails it too
-        raise bad_reading(now)
+    now = read_clock(guard._clock)
     # Both named tuples built as their generated __new__ builds them, without its frame.
     write = _new_tuple(
         OutcomeWrite,

@@ -76,8 +76,6 @@ def bad_reading(now: float) -> ClockError:
 def read_clock(clock: Callable[[], float]) -> float:
     """The clock's reading as ``float`` epoch seconds.
 
-    (``plan_before`` and ``plan_after`` inline the same steps: they run on every call.)
-
     Raises:
         ClockError: the clock raised, or returned something that is not epoch seconds.
     """
