@@ -134,7 +134,13 @@ def run_hook(agent: str, payload_text: str, guard: LoopGuard) -> HookResult:
         from loopwatch.hooks._core import process
 
         event = module.parse(payload)
-        outcome = process(agent, event, guard, remember_run=module.REMEMBER_RUN)
+        outcome = process(
+            agent,
+            event,
+            guard,
+            remember_run=module.REMEMBER_RUN,
+            compaction_check=getattr(module, "COMPACTION_CHECK", None),
+        )
         result: HookResult = module.render(event, outcome)
         return result
     except Exception as exc:
