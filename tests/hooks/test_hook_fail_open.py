@@ -212,6 +212,7 @@ _FIELDS = st.fixed_dictionaries(
         "tool_name": _JSON,
         "tool_input": _JSON,
         "tool_use_id": _JSON,
+        "transcript_path": st.one_of(_JSON, st.sampled_from(["/dev/null.jsonl", "/tmp", "/"])),
         "tool_response": _JSON,
         "error": _JSON,
         "input": _JSON,

@@ -230,3 +230,17 @@ def test_a_transcript_that_cannot_be_read_again_cannot_tell(tmp_path: Path) -> N
     path.unlink()
     assert gemini.compressed_since(mark) is None
     assert gemini.compressed_since("not-a-size /x.jsonl") is None
+
+
+def test_a_transcript_that_is_no_regular_file_cannot_tell(tmp_path: Path) -> None:
+    import os
+
+    fifo = tmp_path / "session-x.jsonl"
+    os.mkfifo(fifo)
+    assert gemini.transcript_mark(_event(str(fifo))) is None
+    assert gemini.compressed_since(f"0 {fifo}") is None  # and it does not hang
+    folder = tmp_path / "folder.jsonl"
+    folder.mkdir()
+    assert gemini.transcript_mark(_event(str(folder))) is None
+    assert gemini.compressed_since(f"0 {folder}") is None
+    assert gemini.transcript_mark(_event("/nul\x00.jsonl")) is None

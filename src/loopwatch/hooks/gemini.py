@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from typing import Any, Final
 
 from loopwatch.core._undefined import UNDEFINED
@@ -79,10 +80,16 @@ def transcript_mark(event: HookEvent) -> str | None:
     path = event.transcript
     if not path or not os.path.isabs(path) or not path.endswith(".jsonl"):
         return None
+    size = _regular_file_size(path)
+    return None if size is None else f"{size} {path}"
+
+
+def _regular_file_size(path: str) -> int | None:
     try:
-        return f"{os.path.getsize(path)} {path}"
-    except OSError:
+        info = os.stat(path)
+    except (OSError, ValueError):
         return None
+    return info.st_size if stat.S_ISREG(info.st_mode) else None
 
 
 def _restarted(line: bytes) -> bool:
@@ -102,12 +109,14 @@ def compressed_since(mark: str) -> bool | None:
     size_text, _, path = mark.partition(" ")
     try:
         offset = int(size_text)
-        with open(path, "rb") as file:
-            size = os.fstat(file.fileno()).st_size
-            if size < offset:
+        # Non-blocking: a FIFO in the transcript's place must not hang the hook.
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with open(descriptor, "rb") as file:
+            info = os.fstat(descriptor)
+            if not stat.S_ISREG(info.st_mode) or info.st_size < offset:
                 return None
             file.seek(offset)
-            gained = file.read(min(size - offset, MAX_SCAN_BYTES))
+            gained = file.read(min(info.st_size - offset, MAX_SCAN_BYTES))
     except (OSError, ValueError):
         return None
     return any(_restarted(line.strip()) for line in gained.split(b"\n"))
