@@ -347,3 +347,41 @@ def test_a_failed_gemini_mcp_tool_is_recorded_as_its_error(hooks: HookRunner) ->
     (record,) = store.history("gemini:S", time.time())
     store.close()
     assert record.result_hash is not None and record.result_hash.startswith("error:")
+
+
+def _cursor_mcp(event: str, call: str, tool_input: object, **fields: Any) -> str:
+    data = json.loads((DATA / "cursor" / f"{event}.json").read_text(encoding="utf-8"))
+    data.update(
+        conversation_id="S",
+        session_id="S",
+        tool_use_id=call,
+        tool_name="MCP:search_issues",
+        tool_input=tool_input,
+        **fields,
+    )
+    return json.dumps(data)
+
+
+def test_a_cursor_mcp_input_sent_as_json_text_is_one_call_with_its_object(
+    hooks: HookRunner,
+) -> None:
+    # Cursor's docs give an MCP tool's tool_input as a JSON string; the same call sent as
+    # text spaced one way, as text spaced another, or as an object is one set of arguments.
+    inputs: list[object] = ['{"query": "loops"}', '{"query":"loops"}', {"query": "loops"}]
+    reasons = []
+    for index, tool_input in enumerate(inputs):
+        call = f"mcp-{index}"
+        reasons.append(
+            denied("cursor", hooks.inprocess("cursor", _cursor_mcp("preToolUse", call, tool_input)))
+        )
+        if reasons[-1] is None:
+            hooks.inprocess(
+                "cursor",
+                _cursor_mcp("postToolUse", call, tool_input, tool_output='{"content":[]}'),
+            )
+    assert reasons[:2] == [None, None] and reasons[2] is not None
+    from loopwatch.hooks import cursor
+
+    for text in ("[1, 2]", "not json", '{"a": ', "{" * 5000):
+        event = cursor.parse(json.loads(_cursor_mcp("preToolUse", "x", text)))
+        assert event.params == text  # anything but a JSON object stays the text it was
