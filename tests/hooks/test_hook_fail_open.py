@@ -40,6 +40,17 @@ def _unknown_event(agent: str) -> str:
     return json.dumps(data)
 
 
+def _deeply_nested_input(agent: str) -> str:
+    data = json.loads(payload(agent, "pre", session="S", call="c"))
+    place = data["output"] if agent == "opencode" else data
+    place["args" if agent == "opencode" else "tool_input"] = "@DEEP@"
+    return _deep_input_text(json.dumps(data))
+
+
+def _deep_input_text(text: str) -> str:
+    return text.replace('"@DEEP@"', "[" * 100_000 + "]" * 100_000)
+
+
 BAD_INPUTS: dict[str, Any] = {
     "not-json": lambda agent: '{"session_id": "S", "hook_event_name": ',
     "empty": lambda agent: "",
@@ -47,6 +58,8 @@ BAD_INPUTS: dict[str, Any] = {
     "invalid-utf8": lambda agent: "\udcff{}",
     "missing-fields": _missing_fields,
     "unknown-event": _unknown_event,
+    "nested-too-deeply": lambda agent: "[" * 100_000 + "]" * 100_000,
+    "input-nested-too-deeply": _deeply_nested_input,
 }
 
 
@@ -199,6 +212,7 @@ _FIELDS = st.fixed_dictionaries(
         "tool_name": _JSON,
         "tool_input": _JSON,
         "tool_use_id": _JSON,
+        "transcript_path": st.one_of(_JSON, st.sampled_from(["/dev/null.jsonl", "/tmp", "/"])),
         "tool_response": _JSON,
         "error": _JSON,
         "input": _JSON,
@@ -224,6 +238,29 @@ def test_run_hook_answers_any_text(agent: str, text: str) -> None:
     guard = LoopGuard({"enabled": True}, store=MemoryStore())
     result = run_hook(agent, text, guard)
     assert result.exit_code == 0 and result.stderr == ""
+
+
+def test_a_payload_nested_too_deeply_is_allowed_and_logged(hooks: HookRunner) -> None:
+    done = hooks.process("gemini", "[" * 100_000)
+    _assert_clean(done, "gemini")
+    log = (hooks.state / "loopwatch" / "hook.log").read_text()
+    assert "the payload is nested too deeply to read" in log
+    assert "crashed" not in log
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    agent=st.sampled_from(AGENTS),
+    depth=st.integers(min_value=1, max_value=20_000),
+    opener=st.sampled_from(["[", '{"a":', '{"tool_input":']),
+    closed=st.booleans(),
+)
+def test_run_hook_answers_any_nesting(agent: str, depth: int, opener: str, closed: bool) -> None:
+    closer = "]" if opener == "[" else "}"
+    text = opener * depth + (("0" if opener != "[" else "") + closer * depth if closed else "")
+    guard = LoopGuard({"enabled": True}, store=MemoryStore())
+    result = run_hook(agent, text, guard)
+    assert isinstance(result, HookResult) and result.exit_code == 0
 
 
 def test_a_warning_waits_for_its_own_call_in_memory() -> None:

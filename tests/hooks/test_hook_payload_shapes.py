@@ -7,6 +7,7 @@ really sends in a field loopwatch reads, and what loopwatch must make of it.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -304,3 +305,83 @@ def test_a_codex_mcp_result_flagged_is_error_is_recorded_as_an_error() -> None:
     passed = {"content": [{"type": "text", "text": "1"}], "isError": False}
     assert outcome(passed) == (passed, UNDEFINED)
     assert outcome("plain output") == ("plain output", UNDEFINED)
+
+
+def _gemini_file(name: str, call: str = "", query: str = "loop detection") -> str:
+    text = (DATA / "gemini" / f"{name}.json").read_text(encoding="utf-8")
+    return text.replace("@SESSION@", "S").replace("@CALL@", call).replace("@COMMAND@", query)
+
+
+def test_a_gemini_mcp_tool_loop_is_blocked_under_its_qualified_name(hooks: HookRunner) -> None:
+    # Gemini CLI names an MCP tool mcp_<server>_<tool> (packages/core/src/tools/mcp-tool.ts,
+    # generateValidName) and sends mcp_context beside it; llmContent is a list of parts.
+    reasons = []
+    for _ in range(3):
+        reasons.append(
+            denied("gemini", hooks.process("gemini", _gemini_file("BeforeTool-mcp")).stdout)
+        )
+        if reasons[-1] is None:
+            hooks.inprocess("gemini", _gemini_file("AfterTool-mcp"))
+    assert reasons[:2] == [None, None]
+    assert reasons[2] is not None and "mcp_github_search_issues" in reasons[2]
+    store = hooks.store()
+    history = store.history("gemini:S", time.time())
+    store.close()
+    assert {record.tool_name for record in history} == {"mcp_github_search_issues"}
+
+
+def test_a_failed_gemini_mcp_tool_is_recorded_as_its_error(hooks: HookRunner) -> None:
+    # An MCP tool that reported isError comes as tool_response.error {message, type:
+    # "mcp_tool_error"} (DiscoveredMCPToolInvocation.execute, mcp-tool.ts @ 5411f113).
+    from loopwatch.hooks import gemini
+
+    event = gemini.parse(json.loads(_gemini_file("AfterTool-mcp-error")))
+    assert event.result is UNDEFINED
+    assert isinstance(event.error, str) and event.error.startswith("MCP tool 'search_issues'")
+    ok = gemini.parse(json.loads(_gemini_file("AfterTool-mcp")))
+    assert ok.result == [{"text": "No issues match the query."}] and ok.error is UNDEFINED
+    hooks.process("gemini", _gemini_file("BeforeTool-mcp"))
+    done = hooks.process("gemini", _gemini_file("AfterTool-mcp-error"))
+    assert (done.returncode, done.stdout.strip()) == (0, "{}")
+    store = hooks.store()
+    (record,) = store.history("gemini:S", time.time())
+    store.close()
+    assert record.result_hash is not None and record.result_hash.startswith("error:")
+
+
+def _cursor_mcp(event: str, call: str, tool_input: object, **fields: Any) -> str:
+    data = json.loads((DATA / "cursor" / f"{event}.json").read_text(encoding="utf-8"))
+    data.update(
+        conversation_id="S",
+        session_id="S",
+        tool_use_id=call,
+        tool_name="MCP:search_issues",
+        tool_input=tool_input,
+        **fields,
+    )
+    return json.dumps(data)
+
+
+def test_a_cursor_mcp_input_sent_as_json_text_is_one_call_with_its_object(
+    hooks: HookRunner,
+) -> None:
+    # Cursor's docs give an MCP tool's tool_input as a JSON string; the same call sent as
+    # text spaced one way, as text spaced another, or as an object is one set of arguments.
+    inputs: list[object] = ['{"query": "loops"}', '{"query":"loops"}', {"query": "loops"}]
+    reasons = []
+    for index, tool_input in enumerate(inputs):
+        call = f"mcp-{index}"
+        reasons.append(
+            denied("cursor", hooks.inprocess("cursor", _cursor_mcp("preToolUse", call, tool_input)))
+        )
+        if reasons[-1] is None:
+            hooks.inprocess(
+                "cursor",
+                _cursor_mcp("postToolUse", call, tool_input, tool_output='{"content":[]}'),
+            )
+    assert reasons[:2] == [None, None] and reasons[2] is not None
+    from loopwatch.hooks import cursor
+
+    for text in ("[1, 2]", "not json", '{"a": ', "{" * 5000):
+        event = cursor.parse(json.loads(_cursor_mcp("preToolUse", "x", text)))
+        assert event.params == text  # anything but a JSON object stays the text it was

@@ -113,6 +113,10 @@ def run_hook(agent: str, payload_text: str, guard: LoopGuard) -> HookResult:
         payload_text = payload_text[len(BOM) :]
     try:
         payload = json.loads(payload_text)
+    except RecursionError:
+        # Nested deeper than the interpreter's stack (``[[[[...``): no host sends that.
+        logger.warning("loopwatch hook %s: the payload is nested too deeply to read", agent)
+        return fallback
     except (ValueError, TypeError) as exc:
         logger.warning("loopwatch hook %s: the payload is not JSON: %s", agent, exc)
         return fallback
@@ -134,7 +138,13 @@ def run_hook(agent: str, payload_text: str, guard: LoopGuard) -> HookResult:
         from loopwatch.hooks._core import process
 
         event = module.parse(payload)
-        outcome = process(agent, event, guard, remember_run=module.REMEMBER_RUN)
+        outcome = process(
+            agent,
+            event,
+            guard,
+            remember_run=module.REMEMBER_RUN,
+            compaction_check=getattr(module, "COMPACTION_CHECK", None),
+        )
         result: HookResult = module.render(event, outcome)
         return result
     except Exception as exc:

@@ -12,6 +12,14 @@ back into the host's answer; everything between is here, the same for every agen
 - ``after``: ``LoopGuard.after_call`` with the host's result (or error), then the note of
   that call's warning, if any; a loop that survived a compaction ends the run.
 - ``compaction``: ``LoopGuard.compaction_retry`` (arms the post-compaction guard).
+- ``maybe_compaction``: a host event that comes before a compaction *may* run, with no
+  word of whether one did (Gemini CLI's ``PreCompress`` fires before every model request,
+  and compresses only past a token threshold). The agent's :class:`CompactionCheck` marks
+  where its transcript stands; the session's next event asks the transcript whether the
+  compaction happened since, and arms the guard only then. Arming on every such event
+  would restart the guard's window before every model request, so a loop that outlived a
+  compaction would never fill it. When the transcript cannot tell, the event arms a guard
+  that is not armed already (never cutting short a window under way).
 
 Notes hold the guard's own model-facing texts (tool names and counts, never arguments or
 results), keyed by the call's id; the alternative, recomputing the warning in the post
@@ -25,6 +33,7 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
+from collections.abc import Callable
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, Protocol
 
@@ -37,7 +46,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("loopwatch.hooks")
 
-EventKind = Literal["before", "after", "compaction", "ignore"]
+EventKind = Literal["before", "after", "compaction", "maybe_compaction", "ignore"]
 
 #: Said in a deny when the guard blocked without a message (it always has one today).
 FALLBACK_BLOCK_REASON: Final = "loopwatch blocked this call: it repeats a loop with no progress."
@@ -46,6 +55,8 @@ RUN_NOTE: Final = "run"
 #: The run note of a session whose pre events carry no run (see :func:`_run_of`).
 NO_RUN: Final = "\x00"
 WARNING_NOTE: Final = "warn:"
+#: The note of a ``maybe_compaction`` event whose outcome the next event settles.
+PENDING_COMPACTION_NOTE: Final = "compaction?"
 #: Notes kept by the in-process note book (``memory://`` stores, ``loopwatch serve``).
 MAX_MEMORY_NOTES: Final = 4096
 
@@ -68,7 +79,7 @@ class HookEvent(NamedTuple):
     ``name`` is the host's own event name (answers echo it as ``hookEventName``);
     ``result`` / ``error`` are ``UNDEFINED`` when the host did not send one. ``agent`` is
     the sub-agent that made the call (Claude Code's and Codex's ``agent_id``), ``None`` for
-    the main agent.
+    the main agent. ``transcript`` is the host's ``transcript_path``, when it sent one.
     """
 
     kind: EventKind
@@ -81,6 +92,19 @@ class HookEvent(NamedTuple):
     result: object = UNDEFINED
     error: object = UNDEFINED
     agent: str | None = None
+    transcript: str | None = None
+
+
+class CompactionCheck(NamedTuple):
+    """How an agent's transcript tells whether a compaction ran (``maybe_compaction``).
+
+    ``mark(event)``: where the transcript stands now, as a note's text (``None``: it cannot
+    be read). ``happened(mark)``: whether the transcript shows a compaction since ``mark``
+    (``None``: it cannot tell). Neither raises.
+    """
+
+    mark: Callable[[HookEvent], str | None]
+    happened: Callable[[str], bool | None]
 
 
 class Outcome(NamedTuple):
@@ -223,7 +247,14 @@ def _run_of(
     return event.run or known
 
 
-def process(agent: str, event: HookEvent, guard: LoopGuard, *, remember_run: bool) -> Outcome:
+def process(
+    agent: str,
+    event: HookEvent,
+    guard: LoopGuard,
+    *,
+    remember_run: bool,
+    compaction_check: CompactionCheck | None = None,
+) -> Outcome:
     """Run one event through the guard (see the module docstring); never raises.
 
     Args:
@@ -232,12 +263,14 @@ def process(agent: str, event: HookEvent, guard: LoopGuard, *, remember_run: boo
         event: the parsed host event.
         guard: the guard (its store is shared by every hook process).
         remember_run: keep the session's run id in a note (see :func:`_run_of`).
+        compaction_check: how the agent's transcript tells whether a ``maybe_compaction``
+            event was followed by a compaction (agents that send such events).
     """
     session_key = _session_key(agent, event)
     if session_key is None or event.kind == "ignore":
         return IGNORED
     try:
-        return _process(agent, session_key, event, guard, remember_run)
+        return _process(agent, session_key, event, guard, remember_run, compaction_check)
     except Exception as exc:
         logger.warning(
             "hook %s %s failed: %s: %s", agent, event.name, type(exc).__name__, exc, exc_info=True
@@ -245,8 +278,46 @@ def process(agent: str, event: HookEvent, guard: LoopGuard, *, remember_run: boo
         return IGNORED
 
 
+def _arm_unless_armed(guard: LoopGuard, session_key: str, run: str | None) -> bool:
+    """Arm the run's guard when it is not armed; whether it armed it."""
+    if guard.guard_snapshot(session_key=session_key, run_id=run).armed:
+        return False
+    guard.compaction_retry(session_key=session_key, run_id=run)
+    return True
+
+
+def _settle_compaction(
+    book: NoteBook,
+    guard: LoopGuard,
+    session_key: str,
+    run: str | None,
+    check: CompactionCheck,
+    now: float,
+) -> None:
+    """Arm the guard when the session's last ``maybe_compaction`` was a compaction."""
+    mark = _note(book, "take_note", session_key, PENDING_COMPACTION_NOTE, now)
+    if mark is None:
+        return
+    happened = check.happened(mark)
+    if happened is True:
+        logger.info("hook %s: the transcript shows a compaction; arming", session_key)
+        guard.compaction_retry(session_key=session_key, run_id=run)
+    elif happened is None:
+        armed = _arm_unless_armed(guard, session_key, run)
+        logger.info(
+            "hook %s: the transcript cannot tell whether a compaction ran; %s",
+            session_key,
+            "arming" if armed else "the guard is armed already",
+        )
+
+
 def _process(
-    agent: str, session_key: str, event: HookEvent, guard: LoopGuard, remember_run: bool
+    agent: str,
+    session_key: str,
+    event: HookEvent,
+    guard: LoopGuard,
+    remember_run: bool,
+    check: CompactionCheck | None = None,
 ) -> Outcome:
     from loopwatch.detectors.compaction import PostCompactionLoopPersistedError
 
@@ -258,8 +329,22 @@ def _process(
         "run_id": run,
         "tool_call_id": event.call_id,
     }
+    if check is not None:
+        # The compaction, if any, ran before this event: arm first, then handle it.
+        _settle_compaction(book, guard, session_key, run, check, now)
     if event.kind == "compaction":
         guard.compaction_retry(session_key=session_key, run_id=run)
+        return IGNORED
+    if event.kind == "maybe_compaction":
+        mark = check.mark(event) if check is not None else None
+        if mark is not None:
+            _note(book, "put_note", session_key, PENDING_COMPACTION_NOTE, mark, now)
+        elif _arm_unless_armed(guard, session_key, run):
+            logger.info(
+                "hook %s %s: no transcript to tell whether a compaction runs; arming",
+                agent,
+                event.name,
+            )
         return IGNORED
     if not event.tool:
         return IGNORED
@@ -298,6 +383,7 @@ def text(payload: dict[str, Any], *keys: str) -> str | None:
 __all__ = [
     "FALLBACK_BLOCK_REASON",
     "IGNORED",
+    "CompactionCheck",
     "EventKind",
     "HookEvent",
     "HookResult",

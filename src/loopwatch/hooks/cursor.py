@@ -9,6 +9,9 @@ also as ``tool_response`` / ``result_json``); ``postToolUseFailure`` the error
 ``permission_denied`` and ``is_interrupt``: a tool the user interrupted is no outcome and is
 skipped, as for Claude Code); ``preCompact`` arms the guard.
 
+An MCP tool's ``tool_input`` may be a JSON string (the docs' MCP examples, as third-party
+references quote them): one that holds a JSON object is read as that object.
+
 Answers: ``{"permission": "deny", "user_message": ..., "agent_message": ...}`` blocks;
 a warning is ``additional_context`` of the post event. Cursor has no documented way for a
 post hook to end the run, so the abort message goes to the model the same way. Cursor
@@ -62,6 +65,20 @@ def _fit(context: str) -> str:
     return units[: 2 * (MAX_CONTEXT - 1)].decode("utf-16-le", "ignore") + "\u2026"
 
 
+def _arguments(value: object) -> object:
+    """A tool's arguments: a JSON object sent as text (Cursor's MCP ``tool_input`` is a
+    JSON string in its docs' examples) is read as the object it is, so the same call
+    is the same arguments however it was spaced or whether it came as text or object."""
+    if isinstance(value, str) and value.lstrip().startswith("{"):
+        try:
+            decoded = json.loads(value)
+        except (ValueError, RecursionError):
+            return value
+        if isinstance(decoded, dict):
+            return decoded
+    return value
+
+
 def parse(payload: dict[str, Any]) -> HookEvent:
     """The event in a Cursor hook payload (``ignore`` for events loopwatch skips)."""
     name = text(payload, "hook_event_name") or ""
@@ -80,7 +97,7 @@ def parse(payload: dict[str, Any]) -> HookEvent:
         session=text(payload, "conversation_id", "session_id"),
         run=text(payload, "generation_id"),
         tool=text(payload, "tool_name"),
-        params=payload.get("tool_input"),
+        params=_arguments(payload.get("tool_input")),
         call_id=text(payload, "tool_use_id", "tool_call_id"),
         result=result,
         error=error,
