@@ -113,6 +113,11 @@ _NONE: Final = "(none)"
 _TAIL: Final = 200
 
 
+#: The wrapper Gemini CLI puts around a tool's text for the model (``wrapUntrusted``).
+_UNTRUSTED_OPEN: Final = "<untrusted_context>\n"
+_UNTRUSTED_CLOSE: Final = "\n</untrusted_context>"
+
+
 def gemini_shell_text(text: str) -> tuple[str, bool] | None:
     """A Gemini CLI shell result: its text without the process-id lines, and whether the
     command failed; ``None`` for a text that is not a shell result.
@@ -126,6 +131,19 @@ def gemini_shell_text(text: str) -> tuple[str, bool] | None:
     """
     if "Process Group PGID: " not in text[-_TAIL:]:
         return None  # not a shell command's text; and no need to split a long file read
+    body = text.rstrip("\n")
+    if body.startswith(_UNTRUSTED_OPEN) and body.endswith(_UNTRUSTED_CLOSE):
+        # Gemini CLI since #27772 wraps the text (textUtils.wrapUntrusted): the fields are
+        # read inside the wrapper, which the shown text keeps.
+        inner = _shell_fields(body[len(_UNTRUSTED_OPEN) : -len(_UNTRUSTED_CLOSE)])
+        if inner is None:
+            return None
+        return _UNTRUSTED_OPEN + inner[0] + _UNTRUSTED_CLOSE, inner[1]
+    return _shell_fields(body)
+
+
+def _shell_fields(text: str) -> tuple[str, bool] | None:
+    """:func:`gemini_shell_text` of a text without the untrusted-context wrapper."""
     lines = text.rstrip("\n").split("\n")
     fields: dict[str, str] = {}
     volatile: set[int] = set()
