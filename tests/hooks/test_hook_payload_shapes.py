@@ -187,6 +187,152 @@ def test_gemini_shell_text_inside_the_untrusted_context_wrapper() -> None:
     assert outcome("plain output") == ("plain output", UNDEFINED)
 
 
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+def test_parallel_sub_agents_keep_histories_of_their_own(hooks: HookRunner, agent: str) -> None:
+    # Parallel sub-agents share the parent's session_id and interleave their tool
+    # events; agent_id tells them apart (Claude Code's hook input types; Codex's
+    # SubagentCommandInputFields).
+    base = json.loads(_claude("PreToolUse", "x"))
+    if agent == "codex":
+        base.update(turn_id="turn-1", model="gpt-5.5-codex", transcript_path=None)
+    # Two identical runs each: allowed; one history would have seen three in a row by
+    # the third event, and blocked it.
+    reasons = []
+    for index in range(2):
+        for sub in ("agent-a", "agent-b"):
+            call = f"{sub}-{index}"
+            pre = {**base, "tool_use_id": call, "agent_id": sub, "agent_type": "general-purpose"}
+            reasons.append(denied(agent, hooks.inprocess(agent, json.dumps(pre))))
+            response: object = _bash_response("1 failed") if agent == "claude-code" else "1 failed"
+            post = {**pre, "hook_event_name": "PostToolUse", "tool_response": response}
+            hooks.inprocess(agent, json.dumps(post))
+    assert reasons == [None] * 4
+    store = hooks.store()
+    try:
+        keys = {key for key, _ in store.session_keys(0)}
+    finally:
+        store.close()
+    assert keys == {f"{agent}:S/agent-a", f"{agent}:S/agent-b"}
+
+
+# Cursor drops an ``additional_context`` over 10,000 characters (after trim) whole rather
+# than truncating it: the CLI bundle reading (build 2026.09.18, HookAdditionalContextTooLarge
+# Error) behind cursor.com/docs/hooks, as quoted in the REFERENCE notes' Cursor section.
+@pytest.mark.parametrize("unit", ["w", "\U0001f501", "\udc80"])  # (a lone surrogate too)
+def test_a_cursor_context_over_cursors_limit_is_cut_to_fit(unit: str) -> None:
+    from loopwatch.hooks import cursor
+    from loopwatch.hooks._core import HookEvent, Outcome
+
+    event = HookEvent(kind="after", name="postToolUse", session="S", tool="MCP:" + unit * 12_000)
+    answer = cursor.render(event, Outcome(warning="loop on " + unit * 12_000))
+    context = json.loads(answer.stdout)["additional_context"]
+    assert answer.exit_code == 0
+    assert len(context.encode("utf-16-le", "surrogatepass")) // 2 <= cursor.MAX_CONTEXT
+    assert context.startswith("loop on ")
+    assert context.endswith("\u2026")
+
+
+def test_a_short_cursor_context_is_left_whole() -> None:
+    from loopwatch.hooks import cursor
+    from loopwatch.hooks._core import HookEvent, Outcome
+
+    event = HookEvent(kind="after", name="postToolUse", session="S", tool="Shell")
+    answer = cursor.render(event, Outcome(warning="w", end_run="e"))
+    assert json.loads(answer.stdout) == {"additional_context": "w\n\ne"}
+
+
+def _codex(kind: str, call: str, *, turn: str | None) -> str:
+    data = json.loads(
+        (DATA / "codex" / f"{kind}.json")
+        .read_text(encoding="utf-8")
+        .replace("@SESSION@", "S")
+        .replace("@CALL@", call)
+        .replace("@COMMAND@", "make test")
+    )
+    if turn is None:
+        del data["turn_id"]
+    else:
+        data["turn_id"] = turn
+    return json.dumps(data)
+
+
+@pytest.mark.parametrize("pre_turn", [None, "turn-1"])
+def test_codex_calls_are_one_record_each_whether_or_not_pre_carries_the_turn(
+    hooks: HookRunner, pre_turn: str | None
+) -> None:
+    # Codex releases whose PreToolUse input had no turn_id yet (openai/codex
+    # codex-rs/hooks/schema/generated/pre-tool-use.command.input.schema.json @ 3be4afd3)
+    # still sent it with PostToolUse: the pre recorded the call under no run, the post
+    # added a second record under the turn, and the loop was never seen.
+    reasons = []
+    for index in range(5):
+        call = f"call_{index}"
+        reasons.append(
+            denied("codex", hooks.inprocess("codex", _codex("PreToolUse", call, turn=pre_turn)))
+        )
+        hooks.inprocess("codex", _codex("PostToolUse", call, turn="turn-1"))
+    store = hooks.store()
+    try:
+        history = store.history("codex:S", 0)
+    finally:
+        store.close()
+    assert len(history) == sum(reason is None for reason in reasons)
+    assert {record.run_id for record in history} == {pre_turn}
+    assert any(reasons)
+
+
+@pytest.mark.parametrize("pre_prompt", [None, "prompt-1"])
+def test_claude_code_calls_are_one_record_each_whatever_event_carries_prompt_id(
+    hooks: HookRunner, pre_prompt: str | None
+) -> None:
+    # The same rule for Claude Code's prompt_id: a call's post follows its pre.
+    reasons = []
+    for index in range(5):
+        call = f"toolu_{index}"
+        pre = json.loads(_claude("PreToolUse", call))
+        if pre_prompt:
+            pre["prompt_id"] = pre_prompt
+        reasons.append(denied("claude-code", hooks.inprocess("claude-code", json.dumps(pre))))
+        post = _claude(
+            "PostToolUse", call, prompt_id="prompt-1", tool_response=_bash_response("1 failed")
+        )
+        hooks.inprocess("claude-code", post)
+    store = hooks.store()
+    try:
+        history = store.history("claude-code:S", 0)
+    finally:
+        store.close()
+    assert len(history) == sum(reason is None for reason in reasons)
+    assert {record.run_id for record in history} == {pre_prompt}
+    assert any(reasons)
+
+
+def test_a_codex_mcp_result_flagged_is_error_is_recorded_as_an_error() -> None:
+    # Codex has no failure event; an MCP tool's tool_response is its CallToolResult as
+    # JSON (McpToolOutput::post_tool_use_response), isError set when the tool failed.
+    from loopwatch.hooks import codex
+
+    def outcome(response: object) -> tuple[object, object]:
+        event = codex.parse(
+            {
+                "hook_event_name": "PostToolUse",
+                "session_id": "S",
+                "tool_name": "mcp__db__query",
+                "tool_input": {"sql": "select 1"},
+                "tool_use_id": "c1",
+                "tool_response": response,
+            }
+        )
+        return event.result, event.error
+
+    failed = {"content": [{"type": "text", "text": "relation does not exist"}], "isError": True}
+    assert outcome(failed) == (UNDEFINED, "relation does not exist")
+    assert outcome({"content": [], "is_error": True}) == (UNDEFINED, "tool failed")
+    passed = {"content": [{"type": "text", "text": "1"}], "isError": False}
+    assert outcome(passed) == (passed, UNDEFINED)
+    assert outcome("plain output") == ("plain output", UNDEFINED)
+
+
 def _gemini_file(name: str, call: str = "", query: str = "loop detection") -> str:
     text = (DATA / "gemini" / f"{name}.json").read_text(encoding="utf-8")
     return text.replace("@SESSION@", "S").replace("@CALL@", call).replace("@COMMAND@", query)
