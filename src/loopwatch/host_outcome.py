@@ -126,7 +126,8 @@ def gemini_shell_text(text: str) -> tuple[str, bool] | None:
     runs with the same output never had the same outcome, and it reports a failed command
     as a success whose text says ``Exit Code: 1`` (or ``Error: ...``, ``Signal: ...``).
     Only the trailing field lines are read (the command's own output above them may print
-    anything); the text must end with the ``Process Group PGID`` field to be one. Both the
+    anything); the text must end with the ``Process Group PGID`` field to be one, inside
+    the ``<untrusted_context>`` wrapper of newer Gemini CLIs when it has one. Both the
     hook (``loopwatch hook gemini``) and the transcript reader use this.
     """
     if "Process Group PGID: " not in text[-_TAIL:]:
