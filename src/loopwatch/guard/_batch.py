@@ -16,6 +16,7 @@ from loopwatch import messages
 from loopwatch.core.records import ToolCallRecord
 from loopwatch.detectors.reference import LoopVerdict, RunHistory
 from loopwatch.errors import StoreError
+from loopwatch.guard import _policy
 from loopwatch.guard._ops import BeginCall, Steps, adrive, drive
 from loopwatch.guard._planning import BeforePlan, plan_before
 from loopwatch.guard._verdicts import blocked, conclude, warn_step
@@ -127,7 +128,7 @@ def _triple(item: Any) -> BatchCall:
 
 
 def unreadable_batch(guard: LoopGuard, exc: Exception, count: int) -> list[Decision]:
-    decision = guard._before_failed("tool", exc)
+    decision = _policy.detection_failed(guard, "tool", exc)
     return [decision] * count
 
 
@@ -173,10 +174,10 @@ def before_batch(
         found = drive(guard._store, key, batch_steps(guard, plans))
         return conclude_batch(guard, plans, found, [c[2] for c in listed], agent_id)
     except StoreError as exc:
-        decision = guard._before_store_failed(key, "tool", exc)
+        decision = _policy.store_failed_before(guard, key, "tool", exc)
         return [decision] * len(listed)
     except Exception as exc:
-        decision = guard._before_failed("tool", exc)
+        decision = _policy.detection_failed(guard, "tool", exc)
         return [decision] * len(listed)
 
 
@@ -212,10 +213,10 @@ async def abefore_batch(
         found = await adrive(guard._store, key, batch_steps(guard, plans))
         return conclude_batch(guard, plans, found, [c[2] for c in listed], agent_id)
     except StoreError as exc:
-        decision = guard._before_store_failed(key, "tool", exc)
+        decision = _policy.store_failed_before(guard, key, "tool", exc)
         return [decision] * len(listed)
     except Exception as exc:
-        decision = guard._before_failed("tool", exc)
+        decision = _policy.detection_failed(guard, "tool", exc)
         return [decision] * len(listed)
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Final
 from loopwatch import messages
 from loopwatch.detectors.compaction import log_armed
 from loopwatch.errors import StoreError
+from loopwatch.guard import _policy
 from loopwatch.guard._keys import safe_run_id
 from loopwatch.guard._ops import ArmGuard, UpdateBucket, adrive_one, drive_one
 from loopwatch.guard._policy import UnhashableValueError, error_text
@@ -66,9 +67,9 @@ async def acritical_strike(guard: LoopGuard, *, session_key: object, run_id: obj
 
 def strike_failed(guard: LoopGuard, session_key: str, exc: Exception) -> None:
     if isinstance(exc, StoreError):
-        guard._store_failed(session_key, "", "critical_strike", exc)
+        _policy.store_failed(guard, session_key, "", "critical_strike", exc)
     else:
-        guard._internal_error(guard._detection_failed, "", exc)
+        _policy.internal_error(guard, guard._detection_failed, "", exc)
 
 
 def checked_spec(actual: object) -> GuardSpec:
@@ -103,7 +104,7 @@ def armed(guard: LoopGuard, session_key: str, run: str | None, actual: GuardSpec
 
 def arm_failed(guard: LoopGuard, session_key: str, exc: Exception) -> None:
     if isinstance(exc, StoreError):
-        guard._store_failed(session_key, "", "compaction_retry", exc)
+        _policy.store_failed(guard, session_key, "", "compaction_retry", exc)
     elif guard.strict and not isinstance(exc, UnhashableValueError):
         raise exc
     else:

@@ -16,6 +16,10 @@ wrong inside a call falls into three kinds, each decided here and nowhere else:
 
 Formatting an exception can itself fail (a ``__str__`` that raises, a huge message):
 :func:`error_text` never raises and bounds what it returns.
+
+The engine catches; the functions at the end of this module (:func:`internal_error`,
+:func:`detection_failed`, :func:`store_failed`, :func:`store_failed_before`) say what a
+caught failure becomes, for every entry point (single calls, batches, strikes, retries).
 """
 
 from __future__ import annotations
@@ -25,9 +29,21 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Final
+from typing import TYPE_CHECKING, Final
+
+from loopwatch import messages
+from loopwatch.detectors.reference import LoopVerdict
+from loopwatch.errors import StoreError
+from loopwatch.guard.decision import Decision, blocked_result
+
+if TYPE_CHECKING:
+    from loopwatch.guard.loopguard import LoopGuard
 
 tools_logger = logging.getLogger("loopwatch.tools")
+store_logger = logging.getLogger("loopwatch.store")
+
+#: The detector name of the block a fail-closed store's failure gives (SPEC §5.6).
+STORE_UNAVAILABLE: Final = "store_unavailable"
 
 #: How many tool names each fail-open text remembers before it may repeat (SPEC §5.6).
 FAILURE_LOG_MEMORY: Final = 1000
@@ -162,11 +178,69 @@ class StoreErrorRate:
         return False
 
 
+def internal_error(guard: LoopGuard, log: OnceLog, tool: str, exc: Exception) -> None:
+    """Everything but the store: log once per tool, or raise in strict mode when it is
+    loopwatch's own bug (not a value of the host's)."""
+    if guard.strict and not isinstance(exc, UnhashableValueError):
+        raise exc
+    log.log(tool, exc)
+
+
+def detection_failed(guard: LoopGuard, tool: str, exc: Exception) -> Decision:
+    """A ``before_call`` that failed outside the store: the call is allowed."""
+    internal_error(guard, guard._detection_failed, tool, exc)
+    return guard._allow
+
+
+def store_failed(
+    guard: LoopGuard, session_key: str, tool: str, operation: str, exc: StoreError
+) -> None:
+    """Report a store failure: an event every time, a log line at a bounded rate."""
+    from loopwatch.events import StoreErrorEvent
+
+    fail_open = guard._store.fail_open
+    text = error_text(exc)
+    try:
+        now: float | None = guard._now()
+    except Exception:
+        # The host's clock failed too: this handler must not raise into the agent.
+        now = None
+    if guard._store_error_rate.due(now):
+        store_logger.warning(
+            messages.LOG_STORE_ERROR.format(
+                operation=operation,
+                error=text,
+                policy="fail-open" if fail_open else "fail-closed",
+            )
+        )
+    guard._emit(
+        StoreErrorEvent(
+            session_key=session_key,
+            operation=operation,
+            error=text,
+            fail_open=fail_open,
+            tool_name=tool,
+        )
+    )
+
+
+def store_failed_before(guard: LoopGuard, session_key: str, tool: str, exc: StoreError) -> Decision:
+    """A ``before_call`` whose store failed: allowed when the store fails open (the
+    default) or the guard does not enforce, else blocked as ``store_unavailable``."""
+    store_failed(guard, session_key, tool, "before_call", exc)
+    if guard._store.fail_open or not guard.enforce:
+        return guard._allow
+    message = messages.STORE_UNAVAILABLE_CRITICAL.format(tool=tool)
+    verdict = LoopVerdict(stuck=True, level="critical", detector=STORE_UNAVAILABLE, message=message)
+    return Decision("block", verdict, True, blocked_result(message), True)
+
+
 __all__ = [
     "FAILURE_LOG_MEMORY",
     "MAX_CLOCK_S",
     "MAX_ERROR_TEXT",
     "STORE_ERROR_LOG_INTERVAL_S",
+    "STORE_UNAVAILABLE",
     "STRICT_ENV",
     "ClockError",
     "OnceLog",
@@ -174,7 +248,11 @@ __all__ = [
     "UnhashableValueError",
     "bad_reading",
     "clock_failed",
+    "detection_failed",
     "error_text",
+    "internal_error",
     "read_clock",
+    "store_failed",
+    "store_failed_before",
     "strict_from_env",
 ]

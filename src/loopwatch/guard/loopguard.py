@@ -21,7 +21,7 @@ import logging
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Final, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from loopwatch import messages
 from loopwatch._event_base import LoopEvent  # the events themselves: where they are built
@@ -46,7 +46,7 @@ from loopwatch.detectors.profiles import (
 )
 from loopwatch.detectors.reference import NOT_STUCK, LoopVerdict
 from loopwatch.errors import PostCompactionLoopPersistedError, StoreError
-from loopwatch.guard import _accessors, _batch, _lifecycle
+from loopwatch.guard import _accessors, _batch, _lifecycle, _policy
 from loopwatch.guard._keys import WHITESPACE, plain_session_key, safe_tool_name
 from loopwatch.guard._memo import ArgsMemo, CallBook, InFlight, ToolNames
 from loopwatch.guard._ops import BeginCall, CancelCall, Steps, adrive, adrive_one
@@ -54,7 +54,6 @@ from loopwatch.guard._planning import BeforePlan, plan_after, plan_before
 from loopwatch.guard._policy import (
     OnceLog,
     StoreErrorRate,
-    UnhashableValueError,
     error_text,
     read_clock,
     strict_from_env,
@@ -70,13 +69,10 @@ if TYPE_CHECKING:
 
 tools_logger = logging.getLogger("loopwatch.tools")
 events_logger = logging.getLogger("loopwatch")
-store_logger = logging.getLogger("loopwatch.store")
 
 Listener = Callable[[LoopEvent], object]
 #: One call of a batch: (tool name, params, tool call id).
 BatchCall = tuple[object, object, object]
-
-STORE_UNAVAILABLE: Final = "store_unavailable"
 
 
 def _check_arguments(
@@ -332,57 +328,6 @@ class LoopGuard:
             tools_logger.warning(messages.LOG_NO_SESSION_KEY)
         return key
 
-    def _internal_error(self, log: OnceLog, tool: str, exc: Exception) -> None:
-        """The failure policy for everything but the store: log once per tool, or raise
-        in strict mode when it is loopwatch's own bug (not a value of the host's)."""
-        if self.strict and not isinstance(exc, UnhashableValueError):
-            raise exc
-        log.log(tool, exc)
-
-    def _store_failed(self, session_key: str, tool: str, operation: str, exc: StoreError) -> None:
-        """Report a store failure: an event every time, a log line at a bounded rate."""
-        from loopwatch.events import StoreErrorEvent
-
-        fail_open = self._store.fail_open
-        text = error_text(exc)
-        try:
-            now: float | None = self._now()
-        except Exception:
-            # The host's clock failed too: this handler must not raise into the agent.
-            now = None
-        if self._store_error_rate.due(now):
-            store_logger.warning(
-                messages.LOG_STORE_ERROR.format(
-                    operation=operation,
-                    error=text,
-                    policy="fail-open" if fail_open else "fail-closed",
-                )
-            )
-        self._emit(
-            StoreErrorEvent(
-                session_key=session_key,
-                operation=operation,
-                error=text,
-                fail_open=fail_open,
-                tool_name=tool,
-            )
-        )
-
-    def _before_store_failed(self, session_key: str, tool: str, exc: StoreError) -> Decision:
-        """The one place the store failure policy is applied (fail-open by default)."""
-        self._store_failed(session_key, tool, "before_call", exc)
-        if self._store.fail_open or not self.enforce:
-            return self._allow
-        message = messages.STORE_UNAVAILABLE_CRITICAL.format(tool=tool)
-        verdict = LoopVerdict(
-            stuck=True, level="critical", detector=STORE_UNAVAILABLE, message=message
-        )
-        return Decision("block", verdict, True, blocked_result(message), True)
-
-    def _before_failed(self, tool: str, exc: Exception) -> Decision:
-        self._internal_error(self._detection_failed, tool, exc)
-        return self._allow
-
     # --- before_call -----------------------------------------------------------------
 
     def _begin(self, plan: BeforePlan) -> BeginCall:
@@ -487,9 +432,9 @@ class LoopGuard:
             verdict, emitted = self._decide(plan)
             return self._start(plan, tool_call_id, agent_id, conclude(self, plan, verdict, emitted))
         except StoreError as exc:
-            return self._before_store_failed(key, tool, exc)
+            return _policy.store_failed_before(self, key, tool, exc)
         except Exception as exc:
-            return self._before_failed(tool, exc)
+            return _policy.detection_failed(self, tool, exc)
 
     async def abefore_call(
         self,
@@ -523,9 +468,9 @@ class LoopGuard:
             verdict, emitted = await adrive(self._store, key, self._before_steps(plan))
             return self._start(plan, tool_call_id, agent_id, conclude(self, plan, verdict, emitted))
         except StoreError as exc:
-            return self._before_store_failed(key, tool, exc)
+            return _policy.store_failed_before(self, key, tool, exc)
         except Exception as exc:
-            return self._before_failed(tool, exc)
+            return _policy.detection_failed(self, tool, exc)
 
     # --- batches (see _batch) -------------------------------------------------------------
 
@@ -637,10 +582,10 @@ class LoopGuard:
             record, verdict = written
             abort = verdict.should_abort
         except StoreError as exc:
-            self._store_failed(key, tool, "after_call", exc)
+            _policy.store_failed(self, key, tool, "after_call", exc)
             return None
         except Exception as exc:
-            self._internal_error(self._outcome_failed, tool, exc)
+            _policy.internal_error(self, self._outcome_failed, tool, exc)
             return None
         if abort:
             self._abort_after(key, record, verdict)
@@ -688,10 +633,10 @@ class LoopGuard:
             record, verdict = written  # (read here, as in after_call)
             abort = verdict.should_abort
         except StoreError as exc:
-            self._store_failed(key, tool, "after_call", exc)
+            _policy.store_failed(self, key, tool, "after_call", exc)
             return None
         except Exception as exc:
-            self._internal_error(self._outcome_failed, tool, exc)
+            _policy.internal_error(self, self._outcome_failed, tool, exc)
             return None
         if abort:
             self._abort_after(key, record, verdict)
