@@ -111,15 +111,18 @@ def _gemini(event: str, **fields: Any) -> str:
     return json.dumps(payload)
 
 
+@pytest.mark.parametrize("wrapper", ["{}", "<untrusted_context>\n{}\n</untrusted_context>"])
 def test_gemini_shell_reruns_with_one_output_are_blocked_whatever_their_pgid(
-    hooks: HookRunner,
+    hooks: HookRunner, wrapper: str
 ) -> None:
     # Gemini CLI's shell tool names the run's process group in every result
     # (packages/core/src/tools/shell.ts): a new number each run of the same command.
+    # Since gemini-cli #27772 the text comes inside an untrusted-context wrapper.
     reasons = []
     for index in range(6):
         reasons.append(denied("gemini", hooks.inprocess("gemini", _gemini("BeforeTool"))))
-        content = f"Output: 1 failed\nExit Code: 1\nProcess Group PGID: {48213 + index}"
+        fields = f"Output: 1 failed\nExit Code: 1\nProcess Group PGID: {48213 + index}"
+        content = wrapper.format(fields)
         response = {"llmContent": content, "returnDisplay": "1 failed"}
         hooks.inprocess("gemini", _gemini("AfterTool", tool_response=response))
     assert reasons[0] is None
