@@ -262,3 +262,18 @@ def test_the_client_imports_only_what_the_interpreter_needs_anyway() -> None:
         "_abc",
         "gc",
     }, loaded
+
+
+@pytest.mark.parametrize("agent", hooks.AGENTS)
+def test_every_agent_module_declares_what_run_hook_reads(agent: str) -> None:
+    # run_hook reads these names of the agent's module; one missing would make every
+    # event of that agent fail open (logged, but never decided).
+    from loopwatch.hooks._core import CompactionCheck, HookResult
+
+    module = hooks.agent_module(agent)
+    assert callable(module.parse) and callable(module.render)
+    assert isinstance(module.FAIL_OPEN, HookResult)
+    assert isinstance(module.REMEMBER_RUN, bool)
+    check = module.COMPACTION_CHECK
+    assert check is None or isinstance(check, CompactionCheck)
+    assert (check is not None) == (agent == "gemini")  # only Gemini's event may not compact

@@ -143,7 +143,7 @@ def run_hook(agent: str, payload_text: str, guard: LoopGuard) -> HookResult:
             event,
             guard,
             remember_run=module.REMEMBER_RUN,
-            compaction_check=getattr(module, "COMPACTION_CHECK", None),
+            compaction_check=module.COMPACTION_CHECK,
         )
         result: HookResult = module.render(event, outcome)
         return result

@@ -25,13 +25,15 @@ import json
 from typing import Any, Final
 
 from loopwatch.core._undefined import UNDEFINED
-from loopwatch.hooks._core import HookEvent, HookResult, Outcome, text
+from loopwatch.hooks._core import CompactionCheck, HookEvent, HookResult, Outcome, text
 
 AGENT: Final = "claude-code"
 #: ``prompt_id`` may come with tool events only: remember it for ``PreCompact`` (and a
 #: call's post follows its pre, see ``_core._run_of``).
 REMEMBER_RUN: Final = True
 FAIL_OPEN: Final = HookResult("", 0)
+#: A compaction event means a compaction ran: nothing to check (see gemini.COMPACTION_CHECK).
+COMPACTION_CHECK: Final[CompactionCheck | None] = None
 
 _KINDS: Final = {
     "PreToolUse": "before",

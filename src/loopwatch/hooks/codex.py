@@ -25,7 +25,7 @@ import json
 from typing import Any, Final
 
 from loopwatch.core._undefined import UNDEFINED
-from loopwatch.hooks._core import HookEvent, HookResult, Outcome, text
+from loopwatch.hooks._core import CompactionCheck, HookEvent, HookResult, Outcome, text
 
 AGENT: Final = "codex"
 #: turn_id comes with every event today; releases whose PreToolUse had none (the
@@ -33,6 +33,8 @@ AGENT: Final = "codex"
 #: PostToolUse, so the pre events decide (see ``_core._run_of``).
 REMEMBER_RUN: Final = True
 FAIL_OPEN: Final = HookResult("", 0)
+#: A compaction event means a compaction ran: nothing to check (see gemini.COMPACTION_CHECK).
+COMPACTION_CHECK: Final[CompactionCheck | None] = None
 
 _KINDS: Final = {
     "PreToolUse": "before",

@@ -37,11 +37,13 @@ from typing import Any, Final
 
 from loopwatch.core._undefined import UNDEFINED
 from loopwatch.core.jsstr import js_trim, utf16_len
-from loopwatch.hooks._core import HookEvent, HookResult, Outcome, text
+from loopwatch.hooks._core import CompactionCheck, HookEvent, HookResult, Outcome, text
 
 AGENT: Final = "cursor"
 REMEMBER_RUN: Final = False
 FAIL_OPEN: Final = HookResult("{}", 0)
+#: A compaction event means a compaction ran: nothing to check (see gemini.COMPACTION_CHECK).
+COMPACTION_CHECK: Final[CompactionCheck | None] = None
 
 _KINDS: Final = {
     "preToolUse": "before",

@@ -122,7 +122,7 @@ def compressed_since(mark: str) -> bool | None:
     return any(_restarted(line.strip()) for line in gained.split(b"\n"))
 
 
-COMPACTION_CHECK: Final = CompactionCheck(transcript_mark, compressed_since)
+COMPACTION_CHECK: Final[CompactionCheck | None] = CompactionCheck(transcript_mark, compressed_since)
 
 
 def parse(payload: dict[str, Any]) -> HookEvent:

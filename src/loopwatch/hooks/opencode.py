@@ -35,11 +35,13 @@ import json
 from typing import Any, Final
 
 from loopwatch.core._undefined import UNDEFINED
-from loopwatch.hooks._core import HookEvent, HookResult, Outcome, text
+from loopwatch.hooks._core import CompactionCheck, HookEvent, HookResult, Outcome, text
 
 AGENT: Final = "opencode"
 REMEMBER_RUN: Final = False
 FAIL_OPEN: Final = HookResult('{"action": "allow"}', 0)
+#: A compaction event means a compaction ran: nothing to check (see gemini.COMPACTION_CHECK).
+COMPACTION_CHECK: Final[CompactionCheck | None] = None
 
 _KINDS: Final = {
     "tool.execute.before": "before",
