@@ -26,7 +26,11 @@ from loopwatch.cli._install import (
 from loopwatch.cli._opencode_plugin import PLUGIN_MARKER
 
 AGENTS = tuple(AGENT_SPECS)
-SETTINGS_AGENTS = tuple(name for name, spec in AGENT_SPECS.items() if spec.style != "plugin")
+#: The agents whose settings keep the events under "hooks" (OpenHands' file holds them at its
+#: top: tests/cli/test_install_openhands.py).
+SETTINGS_AGENTS = tuple(
+    name for name, spec in AGENT_SPECS.items() if spec.style != "plugin" and not spec.top_level
+)
 EXPECTED_PATHS = {
     ("claude-code", "user"): "home/.claude/settings.json",
     ("claude-code", "project"): "project/.claude/settings.json",
@@ -38,6 +42,8 @@ EXPECTED_PATHS = {
     ("cursor", "project"): "project/.cursor/hooks.json",
     ("opencode", "user"): "home/.config/opencode/plugins/loopwatch.js",
     ("opencode", "project"): "project/.opencode/plugins/loopwatch.js",
+    ("openhands", "user"): "home/.openhands/hooks.json",
+    ("openhands", "project"): "project/.openhands/hooks.json",
 }
 EXPECTED_EVENTS = {
     "claude-code": ["PreToolUse", "PostToolUse", "PostToolUseFailure", "PreCompact"],

@@ -46,7 +46,8 @@ def written_commands(agent: str, path: Path) -> list[list[str]]:
     document = json.loads(text)
     commands = []
     for event in spec.events:
-        for entry in document["hooks"][event]:
+        table = document if spec.top_level and "hooks" not in document else document["hooks"]
+        for entry in table[event]:
             handlers = [entry] if spec.style == "flat" else entry["hooks"]
             commands += [shlex.split(h["command"]) for h in handlers]
     assert len(commands) == len(spec.events)

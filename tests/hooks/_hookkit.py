@@ -52,6 +52,9 @@ EVENTS: dict[str, dict[str, str | None]] = {
         "fail": "tool.execute.error",
         "compact": "experimental.session.compacting",
     },
+    # OpenHands has no failure event (a failed observation is a PostToolUse) and runs no
+    # hook when it condenses a conversation.
+    "openhands": {"pre": "PreToolUse", "post": "PostToolUse", "fail": None, "compact": None},
 }
 #: What each agent gets when loopwatch has nothing to say.
 ALLOW = {
@@ -60,9 +63,17 @@ ALLOW = {
     "gemini": "{}",
     "cursor": "{}",
     "opencode": '{"action": "allow"}',
+    "openhands": "",
 }
 #: The run id in the payloads (``None``: the host sends none).
-RUN = {"claude-code": None, "codex": "turn-1", "gemini": None, "cursor": "gen-1", "opencode": None}
+RUN = {
+    "claude-code": None,
+    "codex": "turn-1",
+    "gemini": None,
+    "cursor": "gen-1",
+    "opencode": None,
+    "openhands": None,
+}
 
 
 def payload(agent: str, kind: str, *, session: str, call: str, command: str = "make test") -> str:
@@ -89,7 +100,7 @@ def denied(agent: str, stdout: str) -> str | None:
             assert reason
             return reason
         return None
-    if agent == "gemini":
+    if agent in ("gemini", "openhands"):
         return answer["reason"] if answer.get("decision") == "deny" else None
     if agent == "cursor":
         if answer.get("permission") == "deny":
@@ -109,6 +120,8 @@ def context(agent: str, stdout: str) -> str | None:
         return specific.get("additionalContext")
     if agent == "cursor":
         return answer.get("additional_context")
+    if agent == "openhands":
+        return answer.get("additionalContext")
     if answer.get("action") == "abort":
         parts = [answer.get("warning"), answer.get("message")]
         return "\n\n".join(p for p in parts if p)

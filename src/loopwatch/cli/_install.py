@@ -17,6 +17,11 @@ docs or source, 2026-12):
   {"preToolUse": [{"command": …}]}}`` (flat entries, no matcher groups). Cursor also runs
   the Claude Code hooks of Claude's settings files; the Claude Code hook recognises
   Cursor's payloads (:mod:`loopwatch.hooks._cursor_origin`).
+- OpenHands (software-agent-sdk 1.x): ``~/.openhands/hooks.json`` or ``.openhands/hooks.json``
+  (the first of project, user that exists is the one read), the events at the top
+  (``{"PreToolUse": [{"matcher": "*", "hooks": [...]}]}``), or under a ``hooks`` wrapper
+  when the file has one; an event may be spelled ``pre_tool_use`` too, and is merged under
+  the spelling the file uses (the SDK refuses a file with both).
 - OpenCode: a plugin file in ``~/.config/opencode/plugins/`` or ``.opencode/plugins/``,
   where 1.x and 2.x both load ``*.js`` files at start (the file serves both plugin APIs;
   2.x's config key is ``plugins``, 1.x's ``plugin``: neither is needed for these folders).
@@ -84,6 +89,12 @@ NOTE_GEMINI: Final = (
     '`"hooksConfig": {"enabled": true}` in settings.json (older ones: `tools.enableHooks`).\n'
 )
 NOTE_OPENCODE: Final = "loopwatch: OpenCode loads the plugin at its next start.\n"
+NOTE_OPENHANDS: Final = (
+    "loopwatch: OpenHands reads the first of .openhands/hooks.json (project) and "
+    "~/.openhands/hooks.json that exists; a program on the SDK passes "
+    "hook_config=HookConfig.load() to Conversation. OpenHands shows the model a block's "
+    "reason, but no text of a PostToolUse hook: warnings reach the hook log only.\n"
+)
 NOTE_CLAUDE_IN_CURSOR: Final = (
     "loopwatch: Cursor runs Claude Code's hooks too (its third-party hooks): this hook "
     "guards Cursor's calls as `loopwatch hook cursor` does, and leaves them to that hook "
@@ -110,6 +121,9 @@ class AgentSpec:
     handler: Callable[[str], dict[str, Any]]
     skeleton: Callable[[], dict[str, Any]]
     note: str = ""
+    #: The events sit at the document's top (OpenHands) unless it has a ``hooks`` wrapper;
+    #: else always under ``hooks``.
+    top_level: bool = False
 
 
 def _home() -> Path:
@@ -194,6 +208,17 @@ AGENT_SPECS: Final[dict[str, AgentSpec]] = {
         skeleton=dict,
         note=NOTE_OPENCODE,
     ),
+    "openhands": AgentSpec(
+        name="openhands",
+        style="groups",
+        events=("PreToolUse", "PostToolUse"),
+        user_file=lambda: _home() / ".openhands" / "hooks.json",
+        project_file=lambda root: root / ".openhands" / "hooks.json",
+        handler=_command_handler,
+        skeleton=dict,
+        note=NOTE_OPENHANDS,
+        top_level=True,
+    ),
 }
 
 
@@ -242,7 +267,11 @@ def _is_ours(handler: object, agent: str) -> bool:
 # --- merging ------------------------------------------------------------------------------
 
 
-def _hooks_table(document: dict[str, Any], path: Path, *, create: bool) -> dict[str, Any] | None:
+def _hooks_table(
+    spec: AgentSpec, document: dict[str, Any], path: Path, *, create: bool
+) -> dict[str, Any] | None:
+    if spec.top_level and "hooks" not in document:
+        return document
     if "hooks" not in document:
         if not create:
             return None
@@ -251,6 +280,18 @@ def _hooks_table(document: dict[str, Any], path: Path, *, create: bool) -> dict[
     if not isinstance(table, dict):
         raise InstallError(MSG_NOT_OBJECT.format(path=path, where="'hooks'"))
     return table
+
+
+def _snake_case(event: str) -> str:
+    return "".join(f"_{c.lower()}" if c.isupper() and i else c.lower() for i, c in enumerate(event))
+
+
+def _event_key(spec: AgentSpec, table: dict[str, Any], event: str) -> str:
+    """The event's key in ``table``: OpenHands also reads ``pre_tool_use`` for
+    ``PreToolUse`` (and refuses a file with both), so the file's own spelling is kept."""
+    if spec.top_level and event not in table and _snake_case(event) in table:
+        return _snake_case(event)
+    return event
 
 
 def _event_list(table: dict[str, Any], event: str, path: Path) -> list[Any]:
@@ -280,10 +321,10 @@ def merge_install(
     timeout, a matcher); only its command is brought up to date.
     """
     result = copy.deepcopy(document)
-    table = _hooks_table(result, path, create=True)
+    table = _hooks_table(spec, result, path, create=True)
     assert table is not None
     for event in spec.events:
-        entries = _event_list(table, event, path)
+        entries = _event_list(table, _event_key(spec, table, event), path)
         ours = [h for h in _handlers(spec, entries) if _is_ours(h, spec.name)]
         if ours:
             ours[0]["command"] = command
@@ -301,7 +342,7 @@ def merge_uninstall(spec: AgentSpec, document: dict[str, Any], path: Path) -> di
     removed too: loopwatch added them.
     """
     result = copy.deepcopy(document)
-    table = _hooks_table(result, path, create=False)
+    table = _hooks_table(spec, result, path, create=False)
     if table is None:
         return result
     removed_any = False
@@ -336,7 +377,7 @@ def merge_uninstall(spec: AgentSpec, document: dict[str, Any], path: Path) -> di
                 table[event] = kept
             else:
                 del table[event]
-    if removed_any and not table:
+    if removed_any and not table and table is not result:
         del result["hooks"]
     return result
 

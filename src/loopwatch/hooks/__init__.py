@@ -1,7 +1,8 @@
 """``loopwatch hook <agent>``: guard the coding agents that run a command per tool call.
 
-Claude Code, Codex CLI, Gemini CLI and Cursor run a hook command before and after each
-tool call with the event as JSON on stdin; OpenCode does the same through a small plugin.
+Claude Code, Codex CLI, Gemini CLI, Cursor and OpenHands run a hook command before and
+after each tool call with the event as JSON on stdin; OpenCode does the same through a
+small plugin.
 Each call is a new process, so the session's history lives in a store that outlives it
 (SQLite in the user's state folder by default, or ``LOOPWATCH_STORE``, e.g. a Redis URL).
 
@@ -29,13 +30,14 @@ if TYPE_CHECKING:
 logger = logging.getLogger("loopwatch.hooks")
 
 #: The agents ``loopwatch hook`` speaks to, by the name the command takes.
-AGENTS: Final = ("claude-code", "codex", "gemini", "cursor", "opencode")
+AGENTS: Final = ("claude-code", "codex", "gemini", "cursor", "opencode", "openhands")
 _MODULES: Final = {
     "claude-code": "loopwatch.hooks.claude_code",
     "codex": "loopwatch.hooks.codex",
     "gemini": "loopwatch.hooks.gemini",
     "cursor": "loopwatch.hooks.cursor",
     "opencode": "loopwatch.hooks.opencode",
+    "openhands": "loopwatch.hooks.openhands",
 }
 #: A byte order mark some hosts put before the payload (read as UTF-8, it is U+FEFF).
 BOM: Final = "\ufeff"

@@ -26,12 +26,16 @@ DEFAULT_MUTATING_TOOLS: Final[frozenset[str]] = frozenset(
         "delete_file",
         "edit",
         "edit_file",
+        # OpenHands SDK's editors (tool names from their class names; str_replace_editor
+        # is the legacy name of file_editor)
+        "file_editor",
         "insert",
         "move_file",
         "multi_edit",
         "multiedit",
         "notebook_edit",
         "patch",
+        "planning_file_editor",
         "remove_file",
         "rename_file",
         "replace_in_file",
