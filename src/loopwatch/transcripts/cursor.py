@@ -49,13 +49,11 @@ def _with_outcome_note(read: Read) -> Read:
     with_outcome = sum(
         1 for run in read.runs for call in run.calls if call.result is not call.error
     )
-    notes = read.notes
     if calls and not with_outcome:
-        notes = (
-            *notes,
-            "the transcript records no tool outcomes: result-based detectors cannot fire",
+        return read.with_notes(
+            "the transcript records no tool outcomes: result-based detectors cannot fire"
         )
-    return Read(read.runs, read.unmatched, notes)
+    return read
 
 
 def is_stream_call(value: object) -> bool:

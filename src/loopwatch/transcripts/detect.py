@@ -423,7 +423,12 @@ def _whole_document(text: str, path: str) -> tuple[object, TranscriptError | Non
 
 def _transcript(path: str, fmt: FormatName, read: Read) -> Transcript:
     return Transcript(
-        path=path, format=fmt, runs=read.runs, unmatched_results=read.unmatched, notes=read.notes
+        path=path,
+        format=fmt,
+        runs=read.runs,
+        unmatched_results=read.unmatched,
+        notes=read.notes,
+        skipped_calls=read.skipped,
     )
 
 

@@ -227,7 +227,7 @@ def read_gemini_jsonl(records: Iterable[tuple[int, object]], path: str) -> Read:
     if not rewinds:
         return read
     note = f"conversation rewound {rewinds} time(s): calls made before a rewind still replayed"
-    return Read(read.runs, read.unmatched, (*read.notes, note))
+    return read.with_notes(note)
 
 
 def is_gemini_jsonl_header(first: Mapping[str, object]) -> bool:

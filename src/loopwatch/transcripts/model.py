@@ -142,6 +142,9 @@ class Transcript:
             call was lost, or the reader misread the file): a doubt the scan reports.
         notes: what else the reader wants the user to know (copies skipped, calls
             synthesised for orphan results), in plain words.
+        skipped_calls: records holding tool calls (or their outcomes) of a kind the reader
+            does not know, left out of the runs: a doubt the scan reports, as unmatched
+            results are (the notes name the kinds).
     """
 
     path: str
@@ -149,6 +152,7 @@ class Transcript:
     runs: tuple[Run, ...] = field(default_factory=tuple)
     unmatched_results: int = 0
     notes: tuple[str, ...] = ()
+    skipped_calls: int = 0
 
     @property
     def call_count(self) -> int:
