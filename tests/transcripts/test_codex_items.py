@@ -252,7 +252,7 @@ def test_the_scan_is_a_doubt_for_skipped_calls(
     code = main(["scan", str(path)])
     out = capsys.readouterr().out
     assert code == 4
-    assert "1 tool-call record of kinds loopwatch does not read skipped" in out
+    assert "1 record that may hold tool calls not read" in out
     assert "1 skipped" in out  # the row's note cell
     code = main(["scan", str(path), "--json"])
     (entry,) = json.loads(capsys.readouterr().out)["files"]

@@ -181,7 +181,8 @@ class FileReport:
         notes: the reader's notes (copies counted once, calls rebuilt, ...).
         excerpts: per replay, a short excerpt of the outcome the decisive call repeated
             (``None`` without a finding, or when the transcript has no outcome).
-        skipped_calls: records of call kinds the reader does not know, not replayed.
+        skipped_calls: records that may hold calls the reader could not read (a call kind
+            it does not know, a last line cut off), not replayed.
     """
 
     path: str
@@ -218,8 +219,8 @@ NO_CALLS_NOTE: Final = (
 )
 UNMATCHED_NOTE: Final = "{count} tool results match no call: some calls were not understood"
 SKIPPED_CALLS_NOTE: Final = (
-    "{count} tool-call {records} of kinds loopwatch does not read skipped: those calls were "
-    "not checked"
+    "{count} {records} that may hold tool calls not read (the notes say which): those calls "
+    "were not checked"
 )
 #: Longest outcome excerpt kept per finding.
 EXCERPT_CHARS: Final = 300

@@ -22,12 +22,28 @@ from loopwatch.transcripts.model import Compaction, ReplayCall, ReplayEvent, Run
 NO_RUN_ID_LABEL: Final = "(no run id)"
 
 
+#: Leading bytes of the compressed formats a transcript may be archived in.
+_COMPRESSED: Final = (
+    (b"\x1f\x8b", "gzip"),
+    (b"\x28\xb5\x2f\xfd", "zstd"),
+    (b"BZh", "bzip2"),
+    (b"\xfd7zXZ\x00", "xz"),
+    (b"PK\x03\x04", "zip"),
+)
+
+
 def decode_text(data: bytes, path: str) -> str:
     """Decode a transcript as UTF-8 (a BOM is ignored).
 
     Raises:
-        TranscriptError: the bytes are not UTF-8; the line of the first bad byte is named.
+        TranscriptError: the bytes are compressed (named, so the user knows to
+            decompress them) or not UTF-8; the line of the first bad byte is named.
     """
+    for magic, name in _COMPRESSED:
+        if data.startswith(magic) and (name != "bzip2" or data[3:4].isdigit()):
+            raise TranscriptError(
+                path, None, f"{name}-compressed: not read (decompress it to scan it)"
+            )
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -387,7 +403,7 @@ class CallBook:
         draft.result = result
         draft.error = error
 
-    def skip(self, kind: str, *, call: bool) -> None:
+    def skip(self, kind: str, *, call: bool, call_id: object = None) -> None:
         """Count a record of a kind the reader does not know.
 
         Args:
@@ -395,7 +411,13 @@ class CallBook:
             call: the record looks like a tool call or its outcome (``*_call``,
                 ``*_output``): a call the scan did not check, so the file is a doubt.
                 Otherwise it is only noted.
+            call_id: the skipped call's id: a copy of it is not counted again, and a
+                result answering it is no orphan (it belongs to the skipped call).
         """
+        if isinstance(call_id, str) and call_id:
+            if call_id in self.seen:
+                return
+            self.seen.add(call_id)
         (self.skipped if call else self.ignored)[kind[:_KIND_CHARS]] += 1
 
     def finish(self, *, keep_empty: bool = True, none_label: str = NO_RUN_ID_LABEL) -> Read:

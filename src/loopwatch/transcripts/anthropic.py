@@ -175,12 +175,21 @@ def _texts(message: Mapping[str, object]) -> list[str]:
     ]
 
 
+#: Content blocks that are calls.
+_CALL_BLOCKS: Final = ("tool_use", "server_tool_use", "mcp_tool_use")
+
+
 def _tool_uses(
-    message: Mapping[str, object], path: str, line: int | None
+    message: Mapping[str, object], path: str, line: int | None, book: CallBook | None = None
 ) -> list[tuple[str, object, str | None]]:
+    """The calls of an assistant message; a block of another ``*_use`` type (a call kind
+    this reader does not know) is counted on ``book`` as skipped."""
     uses: list[tuple[str, object, str | None]] = []
     for block in _blocks(message):
-        if block.get("type") not in ("tool_use", "server_tool_use", "mcp_tool_use"):
+        kind = block.get("type")
+        if kind not in _CALL_BLOCKS:
+            if book is not None and isinstance(kind, str) and kind.endswith("_use"):
+                book.skip(kind, call=True, call_id=block.get("id"))
             continue
         name = block.get("name")
         if not isinstance(name, str):
@@ -343,7 +352,7 @@ def read_anthropic_messages(
         message = as_mapping(value, path, line, f"message {number}")
         role = message.get("role")
         if role == "assistant":
-            uses = _tool_uses(message, path, line)
+            uses = _tool_uses(message, path, line, matcher.book)
             if not uses and xml_tools:
                 uses = xml_tool_uses(message)
             matcher.add_calls(None, uses, usage_tokens(message.get("usage")), line)
@@ -395,7 +404,7 @@ def read_claude_code_records(records: Iterable[tuple[int | None, object]], path:
         if kind == "user":
             matcher.add_results(message)
             continue
-        uses = _tool_uses(message, path, line)
+        uses = _tool_uses(message, path, line, matcher.book)
         if uses:
             tokens = usage_tokens(message.get("usage"))
             message_id = message.get("id")

@@ -34,6 +34,7 @@ are in the task's API history, the session's chats).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Final
@@ -450,6 +451,50 @@ def parse_text(text: str, *, path: str = "<text>", format: FormatName | None = N
     """
     if format is not None and format not in FORMATS:
         raise ValueError(f"unknown transcript format {format!r}")
+    try:
+        return _parse_text(text, path, format)
+    except NotATranscript:
+        raise
+    except TranscriptError as exc:
+        head = _without_cut_last_line(text, exc)
+        if head is None:
+            raise
+        try:
+            transcript = _parse_text(head, path, format)
+        except TranscriptError:
+            raise exc from None
+        cut_line = exc.line
+    note = (
+        f"the last line ({cut_line}) is cut off, with no newline at its end (a file still "
+        "being written, or copied mid-write): not read"
+    )
+    return dataclasses.replace(
+        transcript,
+        notes=(*transcript.notes, note),
+        skipped_calls=transcript.skipped_calls + 1,
+    )
+
+
+def _without_cut_last_line(text: str, error: TranscriptError) -> str | None:
+    """The text before its last line, when that line is what failed and is cut off.
+
+    A JSONL file whose writer was stopped (or that was copied) mid-write ends in a partial
+    record without a newline; the records before it are whole. ``None`` for any other
+    failure: a bad line inside the file is never passed over.
+    """
+    if error.line is None or error.line < 2 or text.endswith("\n"):
+        return None
+    if not error.reason.startswith("invalid JSON"):
+        return None  # a whole line the reader refused: not a partial write
+    start = text.rfind("\n")
+    if start < 0 or text.count("\n", 0, start) + 2 != error.line:
+        return None
+    if not text[start + 1 :].lstrip().startswith(("{", "[")):
+        return None
+    return text[: start + 1]
+
+
+def _parse_text(text: str, path: str, format: FormatName | None) -> Transcript:
     document, document_error = _whole_document(text, path)
     side_log = _side_log(document) if format is None else None
     if side_log is not None:

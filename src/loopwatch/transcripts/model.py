@@ -142,9 +142,10 @@ class Transcript:
             call was lost, or the reader misread the file): a doubt the scan reports.
         notes: what else the reader wants the user to know (copies skipped, calls
             synthesised for orphan results), in plain words.
-        skipped_calls: records holding tool calls (or their outcomes) of a kind the reader
-            does not know, left out of the runs: a doubt the scan reports, as unmatched
-            results are (the notes name the kinds).
+        skipped_calls: records that may hold tool calls (or their outcomes) the reader
+            could not read (a kind it does not know, a last line cut off mid-write), left
+            out of the runs: a doubt the scan reports, as unmatched results are (the notes
+            say which).
     """
 
     path: str
