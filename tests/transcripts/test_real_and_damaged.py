@@ -200,3 +200,41 @@ def test_a_damaged_sample_is_read_or_reported(
         return
     if not flips:
         assert transcript.call_count <= whole
+
+
+def test_a_gemini_built_in_tool_call_part_is_counted_not_replayed() -> None:
+    body = {
+        "contents": [
+            {"role": "user", "parts": [{"text": "x"}]},
+            {
+                "role": "model",
+                "parts": [
+                    {"functionCall": {"name": "ls", "args": {}}},
+                    {"executableCode": {"language": "PYTHON", "code": "print(1)"}},
+                ],
+            },
+            {"role": "user", "parts": [{"functionResponse": {"name": "ls", "response": {}}}]},
+            {"role": "model", "parts": [{"codeExecutionResult": {"outcome": "OUTCOME_OK"}}]},
+        ]
+    }
+    transcript = parse_transcript(json.dumps(body).encode(), path="req.json")
+    assert transcript.call_count == 1 and transcript.skipped_calls == 1
+    assert any("executableCode part (1)" in note for note in transcript.notes)
+
+
+def test_a_cursor_stream_call_without_a_body_is_counted_once() -> None:
+    events = [
+        {"type": "system", "subtype": "init", "session_id": "s"},
+        {"type": "tool_call", "subtype": "started", "call_id": "c1", "tool_call": {"x": 1}},
+        {"type": "tool_call", "subtype": "completed", "call_id": "c1", "tool_call": {"x": 1}},
+        {
+            "type": "tool_call",
+            "subtype": "started",
+            "call_id": "c2",
+            "tool_call": {"readToolCall": {"args": {"path": "a"}}},
+        },
+    ]
+    text = "\n".join(json.dumps(event) for event in events)
+    transcript = parse_transcript(text.encode(), path="stream.jsonl")
+    assert transcript.format == "cursor"
+    assert transcript.call_count == 1 and transcript.skipped_calls == 1

@@ -435,7 +435,7 @@ class CallBook:
         if self.synthesised:
             notes.append(f"{_calls(self.synthesised)} rebuilt from results without their call")
         if self.skipped:
-            notes.append("call records of unknown kinds (not replayed): " + _kinds(self.skipped))
+            notes.append("call records of kinds not read (not replayed): " + _kinds(self.skipped))
         if self.ignored:
             notes.append(
                 f"{_records(self.ignored)} of unknown kinds ignored (no calls expected in "

@@ -129,7 +129,8 @@ class _StreamCalls:
 
     def event(self, event: Mapping[str, object], line: int) -> None:
         found = _stream_call(event)
-        if found is None:
+        if found is None:  # a call of a shape not read: counted, once per call id
+            self.book.skip("tool_call without a call body", call=True, call_id=event.get("call_id"))
             return
         tool, args, result = found
         call_id = event.get("call_id")
