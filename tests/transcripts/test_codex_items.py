@@ -309,3 +309,20 @@ def test_any_items_are_read_or_reported(items: list[dict[str, object]]) -> None:
     if unknown_calls:
         assert transcript.skipped_calls or transcript.call_count or transcript.notes
     assert transcript.call_count <= sum(1 for i in items if i["type"] == "function_call")
+
+
+def test_a_namespaced_call_is_named_as_codex_dispatches_it() -> None:
+    text = _rollout(
+        _item(
+            {
+                "type": "function_call",
+                "name": "gmail_get_recent_emails",
+                "namespace": "mcp__codex_apps__gmail",
+                "arguments": "{}",
+                "call_id": "c1",
+            }
+        ),
+        _item({"type": "function_call", "name": "shell", "arguments": "{}", "call_id": "c2"}),
+    )
+    tools = [call.tool for call in parse_text(text, path="r.jsonl").runs[0].calls]
+    assert tools == ["mcp__codex_apps__gmail:gmail_get_recent_emails", "shell"]

@@ -51,6 +51,9 @@ passed over. Rollouts written before
 the envelope (mid 2025) have a bare ``{"id", "timestamp", "instructions"}`` first line
 followed by bare items and ``{"record_type": "state"}`` lines; both are read.
 
+A ``function_call`` / ``custom_tool_call`` with a ``namespace`` (newer Codex, MCP tools) is
+the tool ``namespace:name``, the key Codex itself dispatches on.
+
 Consecutive call items (with only reasoning between them) are one batch: the model issued
 them in one response, and Codex runs them in parallel. Call ids seen before in the file are
 copies (a resumed session) and are counted once.
@@ -178,6 +181,11 @@ def _call_of(
     name = item.get("name")
     if not isinstance(name, str):
         raise TranscriptError(path, line, f'a {kind} item needs a string "name"')
+    namespace = item.get("namespace")
+    if isinstance(namespace, str) and namespace:
+        # Codex keys a namespaced tool (an MCP server's) as ``namespace:name``
+        # (``tool_handler_key`` in ``codex-rs/core``): two servers' tools of one name differ.
+        name = f"{namespace}:{name}"
     if kind == "custom_tool_call":
         return name, {"input": item.get("input", "")}, call_id
     return name, decode_arguments(item.get("arguments")), call_id
