@@ -238,3 +238,15 @@ def test_a_cursor_stream_call_without_a_body_is_counted_once() -> None:
     transcript = parse_transcript(text.encode(), path="stream.jsonl")
     assert transcript.format == "cursor"
     assert transcript.call_count == 1 and transcript.skipped_calls == 1
+
+
+def test_a_swe_agent_trajectory_saved_with_its_history_alone_is_read() -> None:
+    """SWE-agent's function-calling demonstration: ``{"history": [...]}``, no ``trajectory``
+    (5 ``tool_calls``, each answered by a ``tool`` message's ``tool_call_ids``)."""
+    transcript = read_transcript(DATA / "swe-agent" / "function_calling_simple.history-only.traj")
+    assert transcript.format == "swe-agent"
+    (run,) = transcript.runs
+    assert [c.tool for c in run.calls] == ["find_file", "open", "edit", "bash", "submit"]
+    assert run.calls[3].args == {"command": "python tests/missing_colon.py"}
+    assert all(isinstance(c.result, str) and c.error is UNDEFINED for c in run.calls)
+    assert transcript.unmatched_results == 0

@@ -102,7 +102,12 @@ from loopwatch.transcripts.paths import (
     side_file_reason,
     walk_transcripts,
 )
-from loopwatch.transcripts.swe_agent import is_swe_agent, read_swe_agent
+from loopwatch.transcripts.swe_agent import (
+    is_swe_agent,
+    is_swe_agent_history,
+    read_swe_agent,
+    read_swe_agent_history,
+)
 from loopwatch.transcripts.tau2 import is_tau2_simulation, read_tau2, tau2_simulations
 
 _OPENCLAW_TYPES: Final = frozenset(
@@ -275,6 +280,8 @@ def _object_reader(
 ) -> tuple[FormatName, Callable[[str], Read]] | None:
     if is_swe_agent(document):
         return "swe-agent", lambda path: read_swe_agent(document, path)
+    if is_swe_agent_history(document):
+        return "swe-agent", lambda path: read_swe_agent_history(document, path)
     if is_mini_swe_agent(document):
         return "mini-swe-agent", lambda path: read_mini_swe_agent(document, path)
     simulations = tau2_simulations(document)
