@@ -250,3 +250,45 @@ def test_a_swe_agent_trajectory_saved_with_its_history_alone_is_read() -> None:
     assert run.calls[3].args == {"command": "python tests/missing_colon.py"}
     assert all(isinstance(c.result, str) and c.error is UNDEFINED for c in run.calls)
     assert transcript.unmatched_results == 0
+
+
+def test_an_openhands_resolver_output_in_the_memory_form_is_read() -> None:
+    """OpenHands' issue-resolver ``output.jsonl`` (0.9 memory form: no ids, no causes)."""
+    transcript = read_transcript(DATA / "openhands" / "resolver-memory-output.jsonl")
+    assert transcript.format == "openhands"
+    assert [(run.label, len(run.calls)) for run in transcript.runs] == [
+        ("line-1", 4),
+        ("line-2", 22),
+    ]
+    first = transcript.runs[0].calls
+    assert [c.tool for c in first] == ["run", "run_ipython", "run", "finish"]
+    assert first[0].args == {"command": "touch LICENSE"}
+    assert first[2].args == {"command": "cat LICENSE"}
+    assert isinstance(first[2].result, str) and first[2].result.startswith("MIT License")
+    assert first[3].result is UNDEFINED  # finish: no observation
+    assert transcript.unmatched_results == 0
+
+
+def _memory_events(*observations: dict[str, object]) -> bytes:
+    history: list[dict[str, object]] = [
+        {"action": "run", "command": "make", "thought": "build", "is_confirmed": "confirmed"},
+        *observations,
+    ]
+    line = {"issue": {"number": 1}, "instruction": "fix", "history": history}
+    return (json.dumps(line) + "\n").encode()
+
+
+def test_a_memory_form_observation_with_a_non_zero_exit_code_is_a_failure() -> None:
+    data = _memory_events({"observation": "run", "content": "boom", "exit_code": 2})
+    (call,) = parse_transcript(data, path="output.jsonl").runs[0].calls
+    assert call.args == {"command": "make"}
+    assert call.error == "boom" and call.result is UNDEFINED
+
+
+def test_a_memory_form_observation_of_no_call_is_unmatched() -> None:
+    data = _memory_events(
+        {"observation": "run", "content": "ok", "exit_code": 0},
+        {"observation": "read", "content": "stray"},
+    )
+    transcript = parse_transcript(data, path="output.jsonl")
+    assert transcript.call_count == 1 and transcript.unmatched_results == 1

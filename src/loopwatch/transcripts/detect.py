@@ -343,8 +343,8 @@ def _line_format(first: object, path: str, line: int) -> FormatName | None:
         return "codex"
     if "traj" in first:
         return "tau-bench"
-    if "history" in first and "instance_id" in first:
-        return "openhands"
+    if "history" in first and ("instance_id" in first or "issue" in first):
+        return "openhands"  # an evaluation's instance, or the issue resolver's output
     if kind in _OPENCLAW_TYPES or (kind == "message" and isinstance(first.get("message"), Mapping)):
         return "openclaw"
     if kind is not None and "session_id" in first and "sessionId" not in first:
