@@ -292,3 +292,37 @@ def test_a_memory_form_observation_of_no_call_is_unmatched() -> None:
     )
     transcript = parse_transcript(data, path="output.jsonl")
     assert transcript.call_count == 1 and transcript.unmatched_results == 1
+
+
+def test_sub_agent_calls_streamed_as_progress_records_are_noted_not_replayed() -> None:
+    """Claude Code 2.1 copies a sub-agent's messages into the parent session as
+    ``progress`` records; the sub-agent's own file holds the same calls."""
+    task = {"type": "tool_use", "id": "t1", "name": "Task", "input": {"prompt": "look"}}
+    inner = {"type": "tool_use", "id": "s1", "name": "Read", "input": {"file_path": "a"}}
+    lines = [
+        {
+            "type": "assistant",
+            "sessionId": "s",
+            "message": {"role": "assistant", "content": [task]},
+        },
+        {
+            "type": "progress",
+            "sessionId": "s",
+            "parentToolUseID": "t1",
+            "data": {
+                "type": "agent_progress",
+                "agentId": "a22b0b3973014b318",
+                "message": {
+                    "type": "assistant",
+                    "message": {"role": "assistant", "content": [inner]},
+                },
+            },
+        },
+    ]
+    text = "\n".join(json.dumps(line) for line in lines) + "\n"
+    transcript = parse_transcript(text.encode(), path="session.jsonl")
+    assert transcript.format == "claude-code"
+    assert [c.tool for r in transcript.runs for c in r.calls] == ["Task"]
+    (note,) = transcript.notes
+    assert note.startswith("1 sub-agent tool calls streamed as progress records")
+    assert transcript.skipped_calls == 0

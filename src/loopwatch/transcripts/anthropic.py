@@ -25,8 +25,12 @@ each) that repeat the same ``message.id`` and ``usage``, so usage is counted onc
 "manual", "preTokens"}}`` marks a compaction: an automatic one (the agent continues its
 task) arms the post-compaction guard; a manual ``/compact`` is an operator action, not a
 retry, and does not. Records with ``isSidechain: true`` are a sub-agent's and form their own
-run (``sidechain:<agentId>``). Other record types (``summary``, ``file-history-snapshot``,
-``queue-operation``, other ``system`` records) carry no calls and are skipped.
+run (``sidechain:<agentId>``). Claude Code 2.1 also streams a sub-agent's messages into
+its parent's session as ``{"type": "progress", "data": {"type": "agent_progress",
+"message": {...}}}`` records; the sub-agent's own file (``subagents/agent-<id>.jsonl``) has
+the same calls, so they are not replayed twice but noted. Other record types (``summary``,
+``file-history-snapshot``, ``queue-operation``, ``attachment``, other ``system`` records)
+carry no calls and are skipped.
 
 **Claude Code SDK output** (``claude -p --output-format stream-json``, one record a line, or
 the single JSON array of the same records that ``anthropics/claude-code-action`` writes to
@@ -388,6 +392,7 @@ def read_claude_code_records(records: Iterable[tuple[int | None, object]], path:
     runs = RunAssembler()
     matcher = _BlockMatcher(runs)
     usage_spent: set[str] = set()
+    streamed: set[str] = set()  # sub-agent calls copied in as progress records
     for line, value in records:
         record = as_mapping(value, path, line, "a session record")
         kind = record.get("type")
@@ -397,6 +402,9 @@ def read_claude_code_records(records: Iterable[tuple[int | None, object]], path:
             trigger = meta.get("trigger") if isinstance(meta, Mapping) else None
             if trigger != "manual":
                 runs.add(run_id, Compaction(run_id=run_id, line=line))
+            continue
+        if kind == "progress":
+            streamed.update(_agent_progress_calls(record))
             continue
         message = record.get("message")
         if kind not in ("user", "assistant") or not isinstance(message, Mapping):
@@ -415,7 +423,32 @@ def read_claude_code_records(records: Iterable[tuple[int | None, object]], path:
             key = message_id if isinstance(message_id, str) else None
             matcher.add_calls(run_id, uses, tokens, line, key)
         matcher.add_server_results(message)  # a split message: results on a later line
-    return matcher.finish(none_label="main")
+    read = matcher.finish(none_label="main")
+    copied = len(streamed - matcher.book.seen)
+    if copied:
+        read = read.with_notes(
+            f"{copied} sub-agent tool calls streamed as progress records not replayed here: "
+            "they are in the sub-agent's own file (subagents/agent-<id>.jsonl), scan it too"
+        )
+    return read
+
+
+def _agent_progress_calls(record: Mapping[str, object]) -> set[str]:
+    """The ids of the calls a sub-agent's ``progress`` record streams into its parent's
+    session (``{"type": "progress", "data": {"type": "agent_progress", "agentId",
+    "message": {"type": "assistant", "message": {...}}}}``, Claude Code 2.1)."""
+    data = record.get("data")
+    if not isinstance(data, Mapping) or data.get("type") != "agent_progress":
+        return set()
+    outer = data.get("message")
+    inner = outer.get("message") if isinstance(outer, Mapping) else None
+    if not isinstance(inner, Mapping):
+        return set()
+    return {
+        str(block["id"])
+        for block in _blocks(inner)
+        if block.get("type") in _CALL_BLOCKS and isinstance(block.get("id"), str)
+    }
 
 
 def read_claude_code(text: str, path: str) -> Read:
