@@ -324,5 +324,5 @@ def test_sub_agent_calls_streamed_as_progress_records_are_noted_not_replayed() -
     assert transcript.format == "claude-code"
     assert [c.tool for r in transcript.runs for c in r.calls] == ["Task"]
     (note,) = transcript.notes
-    assert note.startswith("1 sub-agent tool calls streamed as progress records")
+    assert note.startswith("1 sub-agent tool call streamed as progress records")
     assert transcript.skipped_calls == 0

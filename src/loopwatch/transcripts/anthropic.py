@@ -427,7 +427,8 @@ def read_claude_code_records(records: Iterable[tuple[int | None, object]], path:
     copied = len(streamed - matcher.book.seen)
     if copied:
         read = read.with_notes(
-            f"{copied} sub-agent tool calls streamed as progress records not replayed here: "
+            f"{copied} sub-agent tool call{'' if copied == 1 else 's'} streamed as progress "
+            "records not replayed here: "
             "they are in the sub-agent's own file (subagents/agent-<id>.jsonl), scan it too"
         )
     return read
