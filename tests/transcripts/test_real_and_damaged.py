@@ -326,3 +326,23 @@ def test_sub_agent_calls_streamed_as_progress_records_are_noted_not_replayed() -
     (note,) = transcript.notes
     assert note.startswith("1 sub-agent tool call streamed as progress records")
     assert transcript.skipped_calls == 0
+
+
+def test_a_mini_swe_agent_run_saved_as_its_bare_messages_is_read() -> None:
+    """mini-swe-agent's own test trajectory: a JSON list of messages, ``mswea_bash_command``
+    blocks, ``<returncode>`` observations (two of them 1)."""
+    path = DATA / "mini-swe-agent" / "messages-only-github_issue.traj.json"
+    transcript = read_transcript(path)
+    assert transcript.format == "mini-swe-agent"
+    (run,) = transcript.runs
+    assert len(run.calls) == 10 and {c.tool for c in run.calls} == {"bash"}
+    assert [i for i, c in enumerate(run.calls) if c.error is not UNDEFINED] == [0, 7]
+    assert transcript.unmatched_results == 0
+
+
+def test_a_plain_chat_list_is_no_mini_swe_agent_run() -> None:
+    chat = [
+        {"role": "user", "content": "show me a bash block"},
+        {"role": "assistant", "content": "```bash\nls\n```"},
+    ]
+    assert parse_transcript(json.dumps(chat).encode(), path="chat.json").format == "openai"

@@ -70,7 +70,11 @@ from loopwatch.transcripts.gemini import (
     read_gemini_session,
 )
 from loopwatch.transcripts.loopwatch_jsonl import read_loopwatch
-from loopwatch.transcripts.mini_swe_agent import is_mini_swe_agent, read_mini_swe_agent
+from loopwatch.transcripts.mini_swe_agent import (
+    is_mini_swe_agent,
+    is_mini_swe_agent_messages,
+    read_mini_swe_agent,
+)
 from loopwatch.transcripts.model import (
     FORMATS,
     FormatName,
@@ -251,6 +255,8 @@ def _list_reader(items: list[object]) -> tuple[FormatName, Callable[[str], Read]
         return "tau2-bench", lambda path: read_tau2(items, path)
     if is_event_list(items):
         return "openhands", lambda path: read_openhands_events(items, path)
+    if is_mini_swe_agent_messages(items):
+        return "mini-swe-agent", lambda path: read_mini_swe_agent({"messages": items}, path)
     if (
         dicts
         and all(isinstance(item.get("type"), str) and "role" not in item for item in dicts)
