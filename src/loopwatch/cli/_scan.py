@@ -181,6 +181,8 @@ class FileReport:
         notes: the reader's notes (copies counted once, calls rebuilt, ...).
         excerpts: per replay, a short excerpt of the outcome the decisive call repeated
             (``None`` without a finding, or when the transcript has no outcome).
+        skipped_calls: records that may hold calls the reader could not read (a call kind
+            it does not know, a last line cut off), not replayed.
     """
 
     path: str
@@ -189,6 +191,7 @@ class FileReport:
     unmatched_results: int = 0
     notes: tuple[str, ...] = ()
     excerpts: tuple[str | None, ...] = ()
+    skipped_calls: int = 0
 
     @property
     def calls(self) -> int:
@@ -203,6 +206,9 @@ class FileReport:
             doubts.append(NO_CALLS_NOTE.format(format=self.format))
         if self.unmatched_results:
             doubts.append(UNMATCHED_NOTE.format(count=self.unmatched_results))
+        if self.skipped_calls:
+            records = "record" if self.skipped_calls == 1 else "records"
+            doubts.append(SKIPPED_CALLS_NOTE.format(count=self.skipped_calls, records=records))
         return tuple(doubts)
 
 
@@ -212,6 +218,10 @@ NO_CALLS_NOTE: Final = (
     "its format was misread (try --format)"
 )
 UNMATCHED_NOTE: Final = "{count} tool results match no call: some calls were not understood"
+SKIPPED_CALLS_NOTE: Final = (
+    "{count} {records} that may hold tool calls not read (the notes say which): those calls "
+    "were not checked"
+)
 #: Longest outcome excerpt kept per finding.
 EXCERPT_CHARS: Final = 300
 
@@ -351,6 +361,7 @@ def scan_file(
         transcript.unmatched_results,
         transcript.notes,
         excerpts,
+        transcript.skipped_calls,
     )
 
 

@@ -40,6 +40,8 @@ def _note_cell(report: FileReport) -> str:
         return "no calls"
     if report.unmatched_results:
         return f"{report.unmatched_results} unmatched"
+    if report.skipped_calls:
+        return f"{report.skipped_calls} skipped"
     return "-"
 
 
@@ -252,6 +254,7 @@ def file_json(report: FileReport) -> dict[str, Any]:
         "runs": len(report.replays),
         "calls": report.calls,
         "unmatched_results": report.unmatched_results,
+        "skipped_calls": report.skipped_calls,
         "understood": not report.doubts,
         "doubts": list(report.doubts),
         "notes": list(report.notes),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import numbers
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -21,12 +22,28 @@ from loopwatch.transcripts.model import Compaction, ReplayCall, ReplayEvent, Run
 NO_RUN_ID_LABEL: Final = "(no run id)"
 
 
+#: Leading bytes of the compressed formats a transcript may be archived in.
+_COMPRESSED: Final = (
+    (b"\x1f\x8b", "gzip"),
+    (b"\x28\xb5\x2f\xfd", "zstd"),
+    (b"BZh", "bzip2"),
+    (b"\xfd7zXZ\x00", "xz"),
+    (b"PK\x03\x04", "zip"),
+)
+
+
 def decode_text(data: bytes, path: str) -> str:
     """Decode a transcript as UTF-8 (a BOM is ignored).
 
     Raises:
-        TranscriptError: the bytes are not UTF-8; the line of the first bad byte is named.
+        TranscriptError: the bytes are compressed (named, so the user knows to
+            decompress them) or not UTF-8; the line of the first bad byte is named.
     """
+    for magic, name in _COMPRESSED:
+        if data.startswith(magic) and (name != "bzip2" or data[3:4].isdigit()):
+            raise TranscriptError(
+                path, None, f"{name}-compressed: not read (decompress it to scan it)"
+            )
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -276,11 +293,24 @@ def _calls(count: int) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Read:
-    """What a reader found: the runs, results it could not match, and notes."""
+    """What a reader found: the runs, results it could not match, calls it skipped, notes.
+
+    Attributes:
+        runs: the runs.
+        unmatched: results that answer no call read.
+        notes: plain-words notes for the scan report.
+        skipped: records that hold tool calls of a kind the reader does not know (a newer
+            host version's item type): not replayed, so the file is no all-clear.
+    """
 
     runs: tuple[Run, ...]
     unmatched: int = 0
     notes: tuple[str, ...] = ()
+    skipped: int = 0
+
+    def with_notes(self, *notes: str) -> Read:
+        """This read with ``notes`` added after its own."""
+        return Read(self.runs, self.unmatched, (*self.notes, *notes), self.skipped)
 
 
 class CallBook:
@@ -305,6 +335,10 @@ class CallBook:
         self.duplicates = 0
         self.not_run = 0
         self.synthesised = 0
+        #: Call records of kinds the reader does not know, by kind (not replayed).
+        self.skipped: Counter[str] = Counter()
+        #: Other records of kinds the reader does not know, by kind (no calls expected).
+        self.ignored: Counter[str] = Counter()
         self._batches = 0
 
     def batch_for(self, size: int) -> int | None:
@@ -369,10 +403,27 @@ class CallBook:
         draft.result = result
         draft.error = error
 
+    def skip(self, kind: str, *, call: bool, call_id: object = None) -> None:
+        """Count a record of a kind the reader does not know.
+
+        Args:
+            kind: the record's type, as the file names it.
+            call: the record looks like a tool call or its outcome (``*_call``,
+                ``*_output``): a call the scan did not check, so the file is a doubt.
+                Otherwise it is only noted.
+            call_id: the skipped call's id: a copy of it is not counted again, and a
+                result answering it is no orphan (it belongs to the skipped call).
+        """
+        if isinstance(call_id, str) and call_id:
+            if call_id in self.seen:
+                return
+            self.seen.add(call_id)
+        (self.skipped if call else self.ignored)[kind[:_KIND_CHARS]] += 1
+
     def finish(self, *, keep_empty: bool = True, none_label: str = NO_RUN_ID_LABEL) -> Read:
         """The runs (see :meth:`RunAssembler.finish`) with the book's counts and notes."""
         runs = self.runs.finish(keep_empty=keep_empty, none_label=none_label)
-        return Read(runs, self.unmatched, self.notes())
+        return Read(runs, self.unmatched, self.notes(), sum(self.skipped.values()))
 
     def notes(self) -> tuple[str, ...]:
         """Plain-words notes on what the book dropped or made up."""
@@ -383,7 +434,32 @@ class CallBook:
             notes.append(f"{_calls(self.not_run)} cancelled or never run: no outcome replayed")
         if self.synthesised:
             notes.append(f"{_calls(self.synthesised)} rebuilt from results without their call")
+        if self.skipped:
+            notes.append("call records of kinds not read (not replayed): " + _kinds(self.skipped))
+        if self.ignored:
+            notes.append(
+                f"{_records(self.ignored)} of unknown kinds ignored (no calls expected in "
+                "them): " + _kinds(self.ignored)
+            )
         return tuple(notes)
+
+
+#: Longest record kind kept for a note (a kind is the file's text: bounded).
+_KIND_CHARS: Final = 60
+#: Kinds a note names, most frequent first; the rest are summed up.
+_KINDS_SHOWN: Final = 5
+
+
+def _records(kinds: Counter[str]) -> str:
+    count = sum(kinds.values())
+    return f"{count} record" if count == 1 else f"{count} records"
+
+
+def _kinds(kinds: Counter[str]) -> str:
+    shown = [f"{kind} ({count})" for kind, count in kinds.most_common(_KINDS_SHOWN)]
+    if len(kinds) > _KINDS_SHOWN:
+        shown.append(f"{len(kinds) - _KINDS_SHOWN} more kinds")
+    return ", ".join(shown)
 
 
 __all__ = [

@@ -25,8 +25,12 @@ each) that repeat the same ``message.id`` and ``usage``, so usage is counted onc
 "manual", "preTokens"}}`` marks a compaction: an automatic one (the agent continues its
 task) arms the post-compaction guard; a manual ``/compact`` is an operator action, not a
 retry, and does not. Records with ``isSidechain: true`` are a sub-agent's and form their own
-run (``sidechain:<agentId>``). Other record types (``summary``, ``file-history-snapshot``,
-``queue-operation``, other ``system`` records) carry no calls and are skipped.
+run (``sidechain:<agentId>``). Claude Code 2.1 also streams a sub-agent's messages into
+its parent's session as ``{"type": "progress", "data": {"type": "agent_progress",
+"message": {...}}}`` records; the sub-agent's own file (``subagents/agent-<id>.jsonl``) has
+the same calls, so they are not replayed twice but noted. Other record types (``summary``,
+``file-history-snapshot``, ``queue-operation``, ``attachment``, other ``system`` records)
+carry no calls and are skipped.
 
 **Claude Code SDK output** (``claude -p --output-format stream-json``, one record a line, or
 the single JSON array of the same records that ``anthropics/claude-code-action`` writes to
@@ -175,12 +179,21 @@ def _texts(message: Mapping[str, object]) -> list[str]:
     ]
 
 
+#: Content blocks that are calls.
+_CALL_BLOCKS: Final = ("tool_use", "server_tool_use", "mcp_tool_use")
+
+
 def _tool_uses(
-    message: Mapping[str, object], path: str, line: int | None
+    message: Mapping[str, object], path: str, line: int | None, book: CallBook | None = None
 ) -> list[tuple[str, object, str | None]]:
+    """The calls of an assistant message; a block of another ``*_use`` type (a call kind
+    this reader does not know) is counted on ``book`` as skipped."""
     uses: list[tuple[str, object, str | None]] = []
     for block in _blocks(message):
-        if block.get("type") not in ("tool_use", "server_tool_use", "mcp_tool_use"):
+        kind = block.get("type")
+        if kind not in _CALL_BLOCKS:
+            if book is not None and isinstance(kind, str) and kind.endswith("_use"):
+                book.skip(kind, call=True, call_id=block.get("id"))
             continue
         name = block.get("name")
         if not isinstance(name, str):
@@ -343,7 +356,7 @@ def read_anthropic_messages(
         message = as_mapping(value, path, line, f"message {number}")
         role = message.get("role")
         if role == "assistant":
-            uses = _tool_uses(message, path, line)
+            uses = _tool_uses(message, path, line, matcher.book)
             if not uses and xml_tools:
                 uses = xml_tool_uses(message)
             matcher.add_calls(None, uses, usage_tokens(message.get("usage")), line)
@@ -379,6 +392,7 @@ def read_claude_code_records(records: Iterable[tuple[int | None, object]], path:
     runs = RunAssembler()
     matcher = _BlockMatcher(runs)
     usage_spent: set[str] = set()
+    streamed: set[str] = set()  # sub-agent calls copied in as progress records
     for line, value in records:
         record = as_mapping(value, path, line, "a session record")
         kind = record.get("type")
@@ -389,13 +403,16 @@ def read_claude_code_records(records: Iterable[tuple[int | None, object]], path:
             if trigger != "manual":
                 runs.add(run_id, Compaction(run_id=run_id, line=line))
             continue
+        if kind == "progress":
+            streamed.update(_agent_progress_calls(record))
+            continue
         message = record.get("message")
         if kind not in ("user", "assistant") or not isinstance(message, Mapping):
             continue
         if kind == "user":
             matcher.add_results(message)
             continue
-        uses = _tool_uses(message, path, line)
+        uses = _tool_uses(message, path, line, matcher.book)
         if uses:
             tokens = usage_tokens(message.get("usage"))
             message_id = message.get("id")
@@ -406,7 +423,33 @@ def read_claude_code_records(records: Iterable[tuple[int | None, object]], path:
             key = message_id if isinstance(message_id, str) else None
             matcher.add_calls(run_id, uses, tokens, line, key)
         matcher.add_server_results(message)  # a split message: results on a later line
-    return matcher.finish(none_label="main")
+    read = matcher.finish(none_label="main")
+    copied = len(streamed - matcher.book.seen)
+    if copied:
+        read = read.with_notes(
+            f"{copied} sub-agent tool call{'' if copied == 1 else 's'} streamed as progress "
+            "records not replayed here: "
+            "they are in the sub-agent's own file (subagents/agent-<id>.jsonl), scan it too"
+        )
+    return read
+
+
+def _agent_progress_calls(record: Mapping[str, object]) -> set[str]:
+    """The ids of the calls a sub-agent's ``progress`` record streams into its parent's
+    session (``{"type": "progress", "data": {"type": "agent_progress", "agentId",
+    "message": {"type": "assistant", "message": {...}}}}``, Claude Code 2.1)."""
+    data = record.get("data")
+    if not isinstance(data, Mapping) or data.get("type") != "agent_progress":
+        return set()
+    outer = data.get("message")
+    inner = outer.get("message") if isinstance(outer, Mapping) else None
+    if not isinstance(inner, Mapping):
+        return set()
+    return {
+        str(block["id"])
+        for block in _blocks(inner)
+        if block.get("type") in _CALL_BLOCKS and isinstance(block.get("id"), str)
+    }
 
 
 def read_claude_code(text: str, path: str) -> Read:

@@ -39,9 +39,20 @@ a non-zero ``exit_code``, a ``patch_apply_end`` with ``success: false`` or an
 ``mcp_tool_call_end`` whose ``result`` is ``Err`` or flagged ``isError`` makes its call a
 failure, unless the output states its own exit code (a headed command output stays the
 authority). A call the user interrupted has the output ``"aborted"`` (what ``codex-rs``
-writes for a call cut off): it has no outcome. Rollouts written before
+writes for a call cut off): it has no outcome. An output that is the harness's own refusal
+(``apply_patch verification failed: ...``, ``exec command rejected by user``, ``unsupported
+call: ...``: ``FunctionCallError::RespondToModel``) is a failure.
+
+Item and line types this reader does not know (a newer Codex's) are never passed over in
+silence: a ``*_call`` / ``*_output`` item is counted as a skipped call, which makes the scan
+a doubt, and any other unknown type is noted. Known types that hold no call
+(``ghost_snapshot``, ``agent_message``, compaction items, ``world_state`` lines, ...) are
+passed over. Rollouts written before
 the envelope (mid 2025) have a bare ``{"id", "timestamp", "instructions"}`` first line
 followed by bare items and ``{"record_type": "state"}`` lines; both are read.
+
+A ``function_call`` / ``custom_tool_call`` with a ``namespace`` (newer Codex, MCP tools) is
+the tool ``namespace:name``, the key Codex itself dispatches on.
 
 Consecutive call items (with only reasoning between them) are one batch: the model issued
 them in one response, and Codex runs them in parallel. Call ids seen before in the file are
@@ -97,10 +108,46 @@ OUTPUT_TYPES: Final = frozenset(
 )
 #: Every item type of the Responses API a transcript may hold (for detection).
 RESPONSES_TYPES: Final = CALL_TYPES | OUTPUT_TYPES | frozenset({"message", "reasoning"})
+#: Item types known to hold no tool call: Codex's ``ResponseItem`` variants besides the
+#: calls (``agent_message`` between agents, ``ghost_snapshot`` undo points, compaction
+#: summaries and triggers, ``additional_tools``, ``configuration_update``, ``other``) and
+#: the Responses API's MCP bookkeeping and references. Any other type is counted as not
+#: read (a ``*_call`` or ``*_output`` one makes the scan a doubt).
+_NO_CALL_TYPES: Final = frozenset(
+    {
+        "message",
+        "reasoning",
+        "agent_message",
+        "ghost_snapshot",
+        "compaction",
+        "compaction_summary",
+        "compaction_trigger",
+        "context_compaction",
+        "additional_tools",
+        "configuration_update",
+        "other",
+        "item_reference",
+        "mcp_list_tools",
+        "mcp_approval_request",
+        "mcp_approval_response",
+    }
+)
 #: Top-level line types of an enveloped Codex rollout.
 ROLLOUT_TYPES: Final = frozenset(
     {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
 )
+#: Rollout line types newer Codex versions write that hold no call (sub-agent messages
+#: and their metadata, the ``AGENTS.md`` world-state baseline).
+_NO_CALL_ROLLOUT_TYPES: Final = frozenset(
+    {"inter_agent_communication", "inter_agent_communication_metadata", "world_state"}
+)
+
+
+def _call_like(kind: str) -> bool:
+    """Whether an unknown item type names a tool call or an outcome (``*_call``, ``*_output``)."""
+    return kind.endswith(("_call", "_output"))
+
+
 #: Built-in tools: no ``name`` on the item; the key holding what the model asked for.
 _HOSTED: Final = {
     "local_shell_call": ("local_shell", "action"),
@@ -134,6 +181,11 @@ def _call_of(
     name = item.get("name")
     if not isinstance(name, str):
         raise TranscriptError(path, line, f'a {kind} item needs a string "name"')
+    namespace = item.get("namespace")
+    if isinstance(namespace, str) and namespace:
+        # Codex keys a namespaced tool (an MCP server's) as ``namespace:name``
+        # (``tool_handler_key`` in ``codex-rs/core``): two servers' tools of one name differ.
+        name = f"{namespace}:{name}"
     if kind == "custom_tool_call":
         return name, {"input": item.get("input", "")}, call_id
     return name, decode_arguments(item.get("arguments")), call_id
@@ -256,6 +308,28 @@ def _outcome(output: object) -> tuple[object, object]:
     return command if command is not None else (output, UNDEFINED)
 
 
+#: How the texts open that Codex gives the model for a call its harness refused or could
+#: not run (``FunctionCallError::RespondToModel`` in ``codex-rs/core``: a patch that does
+#: not apply, a command or patch the user declined, arguments that are no JSON, a tool
+#: that does not exist). The rollout stores them as a bare string, as it stores every
+#: output, so the text is the only sign of the failure; a successful ``apply_patch`` of
+#: the same versions answers with the ``{"output", "metadata"}`` envelope instead.
+_CODEX_REFUSAL: Final = re.compile(
+    r"apply_patch verification failed"
+    r"|apply_patch handler received unsupported payload"
+    r"|patch rejected"
+    r"|exec command rejected by user"
+    r"|failed to parse function arguments: "
+    r"|unsupported (?:custom tool )?call: "
+    r"|unable to locate image at "
+)
+
+
+def codex_refusal(output: object) -> bool:
+    """Whether a Codex output is the harness's refusal of the call (see ``_CODEX_REFUSAL``)."""
+    return isinstance(output, str) and _CODEX_REFUSAL.match(output) is not None
+
+
 #: What Codex records as the output of a call the user interrupted (or that never
 #: answered before the turn ended): ``codex-rs`` writes ``FunctionCallOutput`` with this
 #: content. The call was cut off, so it has no outcome, as an interrupted Claude Code tool
@@ -309,17 +383,26 @@ class ItemReader:
         #: A call item's own ``id`` → its ``call_id``: a ``local_shell_call_output`` names
         #: the call it answers by ``id`` alone (it has no ``call_id`` field).
         self._item_ids: dict[str, str] = {}
+        #: Ids of call items of unknown types (skipped): their outcomes are not orphans.
+        self._skipped_ids: set[str] = set()
 
     def _close_group(self) -> None:
         self.book.mark_batch(self._group)
         self._group = []
 
     def item(self, item: Mapping[str, object], path: str, line: int | None) -> None:
-        """Read one item (anything but a call or an outcome is skipped)."""
+        """Read one item: a call or an outcome; a known item of another type is passed over.
+
+        An item of a type this reader does not know is counted on the book (see
+        :meth:`CallBook.skip`), and so is the output of a call skipped that way.
+        """
         raw_kind = item.get("type")
         kind = raw_kind if isinstance(raw_kind, str) else None  # JSON lists are unhashable
         if kind == "reasoning":
             return  # reasoning precedes the calls it plans; it does not end a batch
+        if kind is not None and kind not in CALL_TYPES | OUTPUT_TYPES | _NO_CALL_TYPES:
+            self._unknown(kind, item)
+            return
         if kind in CALL_TYPES:
             name, args, call_id = _call_of(item, path, line)
             draft = self.book.call(None, name, args, call_id, line=line)
@@ -344,6 +427,8 @@ class ItemReader:
             answers = item.get("call_id")
             if answers is None and isinstance(item.get("id"), str):
                 answers = self._item_ids.get(str(item["id"]), item["id"])
+            if isinstance(answers, str) and answers in self._skipped_ids:
+                return  # the outcome of a call not read: counted with it
             draft = self.book.answer(answers)
             if draft is not None:
                 output = item.get("tools") if kind == "tool_search_output" else item.get("output")
@@ -351,9 +436,32 @@ class ItemReader:
                     self.book.not_run += 1
                     return
                 result, error = _item_outcome(kind, item, output)
+                if self.codex and error is UNDEFINED and codex_refusal(output):
+                    result, error = UNDEFINED, output
                 self.book.settle(draft, result, error, output)
                 if draft.call_id and _command_outcome(output) is None:
                     self._unstated[draft.call_id] = draft
+
+    def _unknown(self, kind: str, item: Mapping[str, object]) -> None:
+        """Count an item of a type not known; a call's id is kept so its outcome is too."""
+        self._close_group()
+        call_like = _call_like(kind)
+        answers = item.get("call_id")
+        if call_like and isinstance(answers, str) and answers in self._skipped_ids:
+            return  # the outcome of a call already counted
+        if kind.endswith("_output") and isinstance(answers, str) and answers in self.book.pending:
+            # An outcome of a newer type answering a call that was read: its ``output``
+            # is read as a function call's would be.
+            draft = self.book.answer(answers)
+            if draft is not None:
+                output = item.get("output")
+                result, error = _outcome(output)
+                self.book.settle(draft, result, error, output)
+            return
+        self.book.skip(kind, call=call_like)
+        for key in ("call_id", "id"):
+            if call_like and isinstance(value := item.get(key), str) and value:
+                self._skipped_ids.add(value)
 
     def fail(self, call_id: object) -> None:
         """Make the call ``call_id`` a failure (its host said so beside the output item).
@@ -408,8 +516,17 @@ def read_codex(records: Iterable[tuple[int, object]], path: str) -> Read:
                 failed.append(payload.get("call_id"))  # the end event may precede the output
         elif kind == "compacted":
             book.runs.add(None, Compaction(run_id=None, line=line))
-        elif kind in RESPONSES_TYPES:
+        elif kind in ("session_meta", "turn_context") or kind in _NO_CALL_ROLLOUT_TYPES:
+            continue
+        elif kind in RESPONSES_TYPES or kind in _NO_CALL_TYPES:
             reader.item(value, path, line)  # a legacy rollout: bare items
+        elif kind is not None:
+            if kind in ("response_item", "event_msg"):
+                book.skip(f"{kind} without a payload object", call=kind == "response_item")
+            elif _call_like(kind):
+                reader.item(value, path, line)  # a bare item of a newer type: counted
+            else:
+                book.skip(kind, call=False)
     for call_id in failed:
         reader.fail(call_id)
     return reader.finish()

@@ -49,13 +49,11 @@ def _with_outcome_note(read: Read) -> Read:
     with_outcome = sum(
         1 for run in read.runs for call in run.calls if call.result is not call.error
     )
-    notes = read.notes
     if calls and not with_outcome:
-        notes = (
-            *notes,
-            "the transcript records no tool outcomes: result-based detectors cannot fire",
+        return read.with_notes(
+            "the transcript records no tool outcomes: result-based detectors cannot fire"
         )
-    return Read(read.runs, read.unmatched, notes)
+    return read
 
 
 def is_stream_call(value: object) -> bool:
@@ -131,7 +129,8 @@ class _StreamCalls:
 
     def event(self, event: Mapping[str, object], line: int) -> None:
         found = _stream_call(event)
-        if found is None:
+        if found is None:  # a call of a shape not read: counted, once per call id
+            self.book.skip("tool_call without a call body", call=True, call_id=event.get("call_id"))
             return
         tool, args, result = found
         call_id = event.get("call_id")

@@ -34,6 +34,7 @@ are in the task's API history, the session's chats).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Final
@@ -69,7 +70,11 @@ from loopwatch.transcripts.gemini import (
     read_gemini_session,
 )
 from loopwatch.transcripts.loopwatch_jsonl import read_loopwatch
-from loopwatch.transcripts.mini_swe_agent import is_mini_swe_agent, read_mini_swe_agent
+from loopwatch.transcripts.mini_swe_agent import (
+    is_mini_swe_agent,
+    is_mini_swe_agent_messages,
+    read_mini_swe_agent,
+)
 from loopwatch.transcripts.model import (
     FORMATS,
     FormatName,
@@ -101,7 +106,12 @@ from loopwatch.transcripts.paths import (
     side_file_reason,
     walk_transcripts,
 )
-from loopwatch.transcripts.swe_agent import is_swe_agent, read_swe_agent
+from loopwatch.transcripts.swe_agent import (
+    is_swe_agent,
+    is_swe_agent_history,
+    read_swe_agent,
+    read_swe_agent_history,
+)
 from loopwatch.transcripts.tau2 import is_tau2_simulation, read_tau2, tau2_simulations
 
 _OPENCLAW_TYPES: Final = frozenset(
@@ -245,6 +255,8 @@ def _list_reader(items: list[object]) -> tuple[FormatName, Callable[[str], Read]
         return "tau2-bench", lambda path: read_tau2(items, path)
     if is_event_list(items):
         return "openhands", lambda path: read_openhands_events(items, path)
+    if is_mini_swe_agent_messages(items):
+        return "mini-swe-agent", lambda path: read_mini_swe_agent({"messages": items}, path)
     if (
         dicts
         and all(isinstance(item.get("type"), str) and "role" not in item for item in dicts)
@@ -274,6 +286,8 @@ def _object_reader(
 ) -> tuple[FormatName, Callable[[str], Read]] | None:
     if is_swe_agent(document):
         return "swe-agent", lambda path: read_swe_agent(document, path)
+    if is_swe_agent_history(document):
+        return "swe-agent", lambda path: read_swe_agent_history(document, path)
     if is_mini_swe_agent(document):
         return "mini-swe-agent", lambda path: read_mini_swe_agent(document, path)
     simulations = tau2_simulations(document)
@@ -335,8 +349,8 @@ def _line_format(first: object, path: str, line: int) -> FormatName | None:
         return "codex"
     if "traj" in first:
         return "tau-bench"
-    if "history" in first and "instance_id" in first:
-        return "openhands"
+    if "history" in first and ("instance_id" in first or "issue" in first):
+        return "openhands"  # an evaluation's instance, or the issue resolver's output
     if kind in _OPENCLAW_TYPES or (kind == "message" and isinstance(first.get("message"), Mapping)):
         return "openclaw"
     if kind is not None and "session_id" in first and "sessionId" not in first:
@@ -423,7 +437,12 @@ def _whole_document(text: str, path: str) -> tuple[object, TranscriptError | Non
 
 def _transcript(path: str, fmt: FormatName, read: Read) -> Transcript:
     return Transcript(
-        path=path, format=fmt, runs=read.runs, unmatched_results=read.unmatched, notes=read.notes
+        path=path,
+        format=fmt,
+        runs=read.runs,
+        unmatched_results=read.unmatched,
+        notes=read.notes,
+        skipped_calls=read.skipped,
     )
 
 
@@ -445,6 +464,50 @@ def parse_text(text: str, *, path: str = "<text>", format: FormatName | None = N
     """
     if format is not None and format not in FORMATS:
         raise ValueError(f"unknown transcript format {format!r}")
+    try:
+        return _parse_text(text, path, format)
+    except NotATranscript:
+        raise
+    except TranscriptError as exc:
+        head = _without_cut_last_line(text, exc)
+        if head is None:
+            raise
+        try:
+            transcript = _parse_text(head, path, format)
+        except TranscriptError:
+            raise exc from None
+        cut_line = exc.line
+    note = (
+        f"the last line ({cut_line}) is cut off, with no newline at its end (a file still "
+        "being written, or copied mid-write): not read"
+    )
+    return dataclasses.replace(
+        transcript,
+        notes=(*transcript.notes, note),
+        skipped_calls=transcript.skipped_calls + 1,
+    )
+
+
+def _without_cut_last_line(text: str, error: TranscriptError) -> str | None:
+    """The text before its last line, when that line is what failed and is cut off.
+
+    A JSONL file whose writer was stopped (or that was copied) mid-write ends in a partial
+    record without a newline; the records before it are whole. ``None`` for any other
+    failure: a bad line inside the file is never passed over.
+    """
+    if error.line is None or error.line < 2 or text.endswith("\n"):
+        return None
+    if not error.reason.startswith("invalid JSON"):
+        return None  # a whole line the reader refused: not a partial write
+    start = text.rfind("\n")
+    if start < 0 or text.count("\n", 0, start) + 2 != error.line:
+        return None
+    if not text[start + 1 :].lstrip().startswith(("{", "[")):
+        return None
+    return text[: start + 1]
+
+
+def _parse_text(text: str, path: str, format: FormatName | None) -> Transcript:
     document, document_error = _whole_document(text, path)
     side_log = _side_log(document) if format is None else None
     if side_log is not None:

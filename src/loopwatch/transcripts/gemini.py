@@ -42,6 +42,7 @@ The calls of one message form a batch (Gemini CLI schedules them together).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Final
 
 from loopwatch.core._undefined import UNDEFINED
 from loopwatch.host_outcome import gemini_shell_text
@@ -227,7 +228,7 @@ def read_gemini_jsonl(records: Iterable[tuple[int, object]], path: str) -> Read:
     if not rewinds:
         return read
     note = f"conversation rewound {rewinds} time(s): calls made before a rewind still replayed"
-    return Read(read.runs, read.unmatched, (*read.notes, note))
+    return read.with_notes(note)
 
 
 def is_gemini_jsonl_header(first: Mapping[str, object]) -> bool:
@@ -247,8 +248,16 @@ def _parts(content: Mapping[str, object]) -> list[Mapping[str, object]]:
     return [part for part in parts if isinstance(part, Mapping)]
 
 
+#: Parts of a model turn that are calls of a built-in tool (code execution) rather than a
+#: ``functionCall``: counted as calls not read (and any other ``*Call`` part with them).
+_OTHER_CALL_PARTS: Final = frozenset({"executableCode"})
+
+
 def read_gemini_contents(contents: Sequence[object], path: str) -> Read:
     """Read Gemini API ``contents`` (``functionCall`` / ``functionResponse`` parts).
+
+    A part that calls a built-in tool (``executableCode``, another ``*Call`` key) is not
+    replayed: it is counted as skipped, and the scan says so.
 
     Raises:
         TranscriptError: a content that is not an object, or a call without a name.
@@ -261,6 +270,10 @@ def read_gemini_contents(contents: Sequence[object], path: str) -> Read:
         calls: list[Mapping[str, object]] = [
             call for p in _parts(content) if isinstance(call := p.get("functionCall"), Mapping)
         ]
+        for part in _parts(content):
+            for key in part:
+                if key in _OTHER_CALL_PARTS or (key.endswith("Call") and key != "functionCall"):
+                    book.skip(f"{key} part", call=True)
         batch = book.batch_for(len(calls))
         for call in calls:
             name = call.get("name")

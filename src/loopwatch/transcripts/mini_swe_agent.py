@@ -1,7 +1,8 @@
 """mini-swe-agent trajectories (SWE-agent/mini-swe-agent; ``<instance>.traj.json``).
 
 One JSON document ``{"info": {"mini_version", ...}, "messages": [...], "trajectory_format":
-"mini-swe-agent-1" | "mini-swe-agent-1.1"}``, saved after every step. The only tool is
+"mini-swe-agent-1" | "mini-swe-agent-1.1"}``, saved after every step (or the ``messages``
+list alone, as mini-swe-agent's own test data and replay files keep a run). The only tool is
 ``bash`` with ``{"command": ...}``; each command runs in a fresh subshell. What the messages
 look like depends on the version and the model class, so each message is read by its shape:
 
@@ -203,4 +204,30 @@ def is_mini_swe_agent(document: Mapping[str, object]) -> bool:
     )
 
 
-__all__ = ["is_mini_swe_agent", "read_mini_swe_agent"]
+#: How the default observation template opens (v1 and the v2 text-based config).
+_OBSERVATION_OPENING: Final = "<returncode>"
+
+
+def is_mini_swe_agent_messages(items: list[object]) -> bool:
+    """Whether a JSON list is a mini-swe-agent run saved as its bare ``messages`` (what its
+    own test data and replay files hold): chat messages without ``tool_calls`` whose
+    assistant turns carry a bash block and whose user turns open with ``<returncode>``."""
+    messages = [item for item in items if isinstance(item, Mapping)]
+    if not messages or len(messages) != len(items):
+        return False
+    if any("tool_calls" in m or not isinstance(m.get("role"), str) for m in messages):
+        return False
+    return any(
+        m.get("role") == "assistant"
+        and isinstance(m.get("content"), str)
+        and _BASH_BLOCK.search(str(m["content"])) is not None
+        for m in messages
+    ) and any(
+        m.get("role") == "user"
+        and isinstance(m.get("content"), str)
+        and str(m["content"]).lstrip().startswith(_OBSERVATION_OPENING)
+        for m in messages
+    )
+
+
+__all__ = ["is_mini_swe_agent", "is_mini_swe_agent_messages", "read_mini_swe_agent"]

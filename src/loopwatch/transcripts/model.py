@@ -142,6 +142,10 @@ class Transcript:
             call was lost, or the reader misread the file): a doubt the scan reports.
         notes: what else the reader wants the user to know (copies skipped, calls
             synthesised for orphan results), in plain words.
+        skipped_calls: records that may hold tool calls (or their outcomes) the reader
+            could not read (a kind it does not know, a last line cut off mid-write), left
+            out of the runs: a doubt the scan reports, as unmatched results are (the notes
+            say which).
     """
 
     path: str
@@ -149,6 +153,7 @@ class Transcript:
     runs: tuple[Run, ...] = field(default_factory=tuple)
     unmatched_results: int = 0
     notes: tuple[str, ...] = ()
+    skipped_calls: int = 0
 
     @property
     def call_count(self) -> int:

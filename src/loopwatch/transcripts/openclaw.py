@@ -193,7 +193,7 @@ def read_openclaw(text: str, path: str) -> Read:
     abandoned = len(off_branch - book.seen)
     if abandoned:
         note = f"{abandoned} calls on abandoned branches of the session tree not replayed"
-        read = Read(read.runs, read.unmatched, (*read.notes, note))
+        read = read.with_notes(note)
     return read
 
 

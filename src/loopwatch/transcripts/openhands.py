@@ -50,6 +50,15 @@ action name, so without this reading a V1 stream holds no calls at all.
 - A ``Condensation`` event arms the post-compaction guard; calls with one
   ``llm_response_id`` form a batch.
 
+**The memory form** (OpenHands 0.9, 2024: ``event_to_memory``, what the issue resolver's
+``output.jsonl`` lines, ``{"issue", "instruction", "history": [...], "git_patch", ...}``,
+hold): the same actions and observations with their ``args`` / ``extras`` spread at the top
+level and no ``id``, ``source`` or ``cause``. An action's parameters are its fields less
+the bookkeeping ones (``thought``, ``keep_prompt``, ``is_confirmed``, ``action_risk``, ...),
+an observation's exit code is its ``exit_code``, and an observation without a ``cause``
+answers the oldest unanswered call of its name (the stream alternates them); one that
+answers none is counted as unmatched, never passed over.
+
 Shapes read: a JSON array of events (what the UI's trajectory download and
 ``trajectory.json`` hold), ``{"history": [...]}`` documents, one event per file
 (``sessions/<id>/events/<n>.json``; ``conversations/<id>/events/event-<n>-<uuid>.json`` in
@@ -173,6 +182,9 @@ def _failed(observation: Mapping[str, object]) -> bool:
     if kind in ("edit", "read") and isinstance(content, str) and content.startswith(EDITOR_ERROR):
         return True
     code = _exit_code(observation.get("extras"))
+    if code is None and "extras" not in observation:  # the memory form: at the top level
+        top = observation.get("exit_code")
+        code = top if isinstance(top, int) and not isinstance(top, bool) else None
     return code is not None and code != 0
 
 
@@ -195,6 +207,37 @@ def _unknown_tool(
     if draft is not None:
         book.synthesised += 1
         draft.error = content
+
+
+#: Fields of an action in the memory form that are not the tool's parameters.
+_MEMORY_BOOKKEEPING: Final = frozenset(
+    {
+        "action",
+        "thought",
+        "keep_prompt",
+        "is_confirmed",
+        "action_risk",
+        "security_risk",
+        "confirmation_state",
+        "wait_for_response",
+        "images_urls",
+        "id",
+        "timestamp",
+        "source",
+        "message",
+        "cause",
+        "tool_call_metadata",
+        "llm_metrics",
+        "timeout",
+    }
+)
+
+
+def _action_arguments(event: Mapping[str, object]) -> object:
+    """An action's parameters: its ``args``, or in the memory form its own fields."""
+    if "args" in event or "id" in event or "source" in event:
+        return _v0_arguments(event.get("args", {}))
+    return {key: value for key, value in event.items() if key not in _MEMORY_BOOKKEEPING}
 
 
 def _v0_arguments(args: object) -> object:
@@ -328,6 +371,7 @@ def add_events(
         isinstance(e, Mapping) and isinstance(e.get("tool_call_metadata"), Mapping) for e in events
     )
     by_event: dict[str, CallDraft] = {}
+    uncaused: list[CallDraft] = []
     actions: set[str] = set()
     batches: dict[str, list[CallDraft]] = {}
     for number, event in enumerate(events, start=1):
@@ -349,13 +393,13 @@ def add_events(
             )
             if not is_call:
                 continue
-            draft = book.call(
-                run_id, action, _v0_arguments(event.get("args", {})), None, line=line or number
-            )
+            draft = book.call(run_id, action, _action_arguments(event), None, line=line or number)
             if draft is None:
                 continue
             if "id" in event:
                 by_event[str(event["id"])] = draft
+            else:
+                uncaused.append(draft)  # the memory form: its observation names no cause
             key = _batch_key(event)
             if key is not None:
                 batches.setdefault(key, []).append(draft)
@@ -369,6 +413,13 @@ def add_events(
             _settle(draft_for, event.get("content", ""), _failed(event))
         elif event.get("observation") == "error":
             _unknown_tool(book, run_id, event, line or number)
+        elif isinstance(kind := event.get("observation"), str) and "id" not in event:
+            answered = next((d for d in uncaused if d.tool == kind), None)
+            if answered is not None:
+                uncaused.remove(answered)
+                _settle(answered, event.get("content", ""), _failed(event))
+            elif kind in TOOL_ACTIONS:
+                book.unmatched += 1  # a tool's output for no call read
     book.mark_batches(batches)  # the calls of one model response
 
 

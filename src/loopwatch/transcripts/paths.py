@@ -22,6 +22,9 @@ from loopwatch.transcripts.model import TranscriptError
 #: File name suffixes picked up when a folder is scanned (files named explicitly are always
 #: read, whatever their name).
 TRANSCRIPT_SUFFIXES: Final = frozenset({".jsonl", ".json", ".ndjson", ".traj"})
+#: Compression suffixes: ``session.jsonl.gz`` in a folder is picked up, so the scan names it
+#: as skipped (compressed files are not read), never passes over it in silence.
+COMPRESSED_SUFFIXES: Final = frozenset({".gz", ".zst", ".bz2", ".xz", ".zip"})
 
 #: The largest file read (bytes); a bigger one is skipped with a note, so a stray log or
 #: ``/dev/zero`` cannot take the machine's memory.
@@ -197,8 +200,15 @@ def _walk(
                 continue
             yield from _walk(entry.path, seen_dirs, seen_files, ignored)
             continue
-        suffix = os.path.splitext(entry.name)[1].lower()
-        if suffix not in TRANSCRIPT_SUFFIXES and not _is_cursor_text_file(folder, suffix):
+        stem, suffix = os.path.splitext(entry.name.lower())
+        compressed = suffix in COMPRESSED_SUFFIXES
+        if compressed and os.path.splitext(stem)[1] not in TRANSCRIPT_SUFFIXES:
+            continue
+        if (
+            not compressed
+            and suffix not in TRANSCRIPT_SUFFIXES
+            and not _is_cursor_text_file(folder, suffix)
+        ):
             continue
         if not stat.S_ISREG(info.st_mode):
             ignored.append(TranscriptError(entry.path, None, f"skipped: {_kind_of(info.st_mode)}"))
@@ -217,7 +227,8 @@ def walk_transcripts(paths: Iterable[str | os.PathLike[str]]) -> Found:
     """Expand files and folders (recursively, each folder and file once) into files to read.
 
     Folders contribute their ``.jsonl`` / ``.json`` / ``.ndjson`` / ``.traj`` regular files
-    (and the ``.txt`` files of a Cursor ``agent-transcripts`` folder) in name order
+    (compressed ones too, ``.jsonl.gz``, which the scan then reports as skipped, and the
+    ``.txt`` files of a Cursor ``agent-transcripts`` folder) in name order
     (hidden entries, side files and special files left out and counted); files named
     explicitly are always included when they are regular files.
     """
@@ -276,6 +287,7 @@ def find_transcripts(
 
 
 __all__ = [
+    "COMPRESSED_SUFFIXES",
     "DEFAULT_MAX_FILE_BYTES",
     "TRANSCRIPT_SUFFIXES",
     "Found",

@@ -12,6 +12,13 @@ or exit code; the one failure its observations name is a command killed for taki
 ``command_cancelled_timeout_template`` ``The command '...' was cancelled because it took more
 than N seconds.`` (1.x, ``agents.py``). Such a step is a failure, its observation the error.
 
+A trajectory saved with its ``history`` alone (``{"history": [...]}``: the function-calling
+demonstrations, ``trajectories/demonstrations/function_calling_simple.traj``) is read
+through that history: chat messages tagged with a ``message_type`` (``system_prompt``,
+``observation``, ``action``), whose ``assistant`` ones carry OpenAI ``tool_calls`` and whose
+``tool`` ones answer by ``tool_call_ids`` (a list). History messages of a full trajectory
+repeat its steps and are not read again.
+
 mini-swe-agent trajectories have their own reader (:mod:`.mini_swe_agent`).
 """
 
@@ -23,6 +30,7 @@ from typing import Final
 
 from loopwatch.transcripts._common import CallBook, Read, RunAssembler
 from loopwatch.transcripts.model import TranscriptError
+from loopwatch.transcripts.openai_chat import read_openai_messages
 
 #: The observation of a command SWE-agent killed for running too long (see above).
 _TIMED_OUT: Final = re.compile(
@@ -64,6 +72,23 @@ def read_swe_agent(document: Mapping[str, object], path: str) -> Read:
     return book.finish()
 
 
+def read_swe_agent_history(document: Mapping[str, object], path: str) -> Read:
+    """Read a SWE-agent trajectory saved with its ``history`` alone, as chat messages.
+
+    Raises:
+        TranscriptError: a message that is not an object, or malformed ``tool_calls``.
+    """
+    history = document.get("history")
+    messages: list[tuple[int | None, object]] = []
+    for message in history if isinstance(history, list) else []:
+        if isinstance(message, Mapping) and "tool_call_id" not in message:
+            ids = message.get("tool_call_ids")
+            if isinstance(ids, list) and len(ids) == 1 and isinstance(ids[0], str):
+                message = {**message, "tool_call_id": ids[0]}
+        messages.append((None, message))
+    return read_openai_messages(messages, path)
+
+
 def is_swe_agent(document: Mapping[str, object]) -> bool:
     """Whether a JSON object is a SWE-agent trajectory."""
     steps = document.get("trajectory")
@@ -72,4 +97,14 @@ def is_swe_agent(document: Mapping[str, object]) -> bool:
     )
 
 
-__all__ = ["is_swe_agent", "read_swe_agent"]
+def is_swe_agent_history(document: Mapping[str, object]) -> bool:
+    """Whether a JSON object is a SWE-agent trajectory saved with its ``history`` alone."""
+    history = document.get("history")
+    return (
+        "trajectory" not in document
+        and isinstance(history, list)
+        and any(isinstance(m, Mapping) and "message_type" in m and "role" in m for m in history)
+    )
+
+
+__all__ = ["is_swe_agent", "is_swe_agent_history", "read_swe_agent", "read_swe_agent_history"]

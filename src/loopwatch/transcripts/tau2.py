@@ -117,7 +117,7 @@ class _Reader:
             return read
         word = "call" if self.user_calls == 1 else "calls"
         note = f"{self.user_calls} tool {word} of the simulated user left out (not the agent's)"
-        return Read(read.runs, read.unmatched, (*read.notes, note))
+        return read.with_notes(note)
 
 
 def read_tau2(simulations: Sequence[object], path: str) -> Read:
