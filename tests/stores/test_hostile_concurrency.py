@@ -236,6 +236,31 @@ async def test_asyncio_tasks_past_the_critical_threshold(make_store: StoreFactor
     _assert_critical_outcome(guard, [d for r in results for d in r], 5)
 
 
+async def test_asyncio_batches_lose_no_record(make_store: StoreFactory, store_kind: str) -> None:
+    guard = LoopGuard(WARN_ONLY, store=make_store(use_asyncio=True), strict=True)
+
+    async def turns(index: int) -> list[Decided]:
+        decided: list[Decided] = []
+        for turn in range(6):
+            ids = [f"a{index}-{turn}-{k}" for k in range(3)]
+            decisions = await guard.abefore_batch(
+                [("read", {"path": "same"}, call_id) for call_id in ids], session_key="shared"
+            )
+            decided += [(d.action, d.verdict.detector, d.verdict.count) for d in decisions]
+            await asyncio.sleep(0)
+            for call_id in ids:
+                await guard.aafter_call(
+                    "read", {"path": "same"}, session_key="shared", tool_call_id=call_id, result="r"
+                )
+        return decided
+
+    results = await asyncio.gather(*(turns(i) for i in range(6)))
+    history = await guard.ahistory(session_key="shared")
+    assert len(history) == 6 * 6 * 3 and all(r.result_hash is not None for r in history)
+    if store_kind != "redis":
+        _assert_exact_warning_counts([d for r in results for d in r], 108)
+
+
 # --- processes ---------------------------------------------------------------------------
 
 
