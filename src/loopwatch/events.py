@@ -10,11 +10,12 @@ from __future__ import annotations
 import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 from loopwatch._event_base import LoopEvent
 from loopwatch.core._undefined import UNDEFINED
 from loopwatch.core.jsstr import utf16_len
+from loopwatch.core.naming import plain_str
 
 
 @dataclass(frozen=True)
@@ -118,8 +119,23 @@ class StoreErrorEvent(LoopEvent):
     tool_name: str | None = None
 
 
+#: The built-in types a summary calls an array (SPEC §5.5).
+_ARRAYS: Final[tuple[type[Any], ...]] = (list, tuple, set, frozenset)
+
+
+def _is_named_tuple(value: tuple[Any, ...]) -> bool:
+    try:
+        return hasattr(value, "_asdict")
+    except Exception:  # a __getattr__ of the host's that raises something else
+        return False
+
+
 def params_summary(params: object) -> dict[str, Any]:
-    """The shape of the params without their values (SPEC §5.5 ``paramsSummary``)."""
+    """The shape of the params without their values (SPEC §5.5 ``paramsSummary``).
+
+    Lengths are read with the built-in types' own ``__len__``: a subclass's methods are the
+    host's code, and a summary that raised would lose the block it belongs to.
+    """
     if params is None:
         return {"kind": "null"}
     if params is UNDEFINED:
@@ -129,11 +145,12 @@ def params_summary(params: object) -> dict[str, Any]:
     if isinstance(params, numbers.Real):
         return {"kind": "number"}
     if isinstance(params, str):
-        return {"kind": "string", "length": utf16_len(params)}
-    if isinstance(params, tuple) and hasattr(params, "_asdict"):
+        return {"kind": "string", "length": utf16_len(plain_str(params))}
+    if isinstance(params, tuple) and _is_named_tuple(params):
         return {"kind": "object"}
-    if isinstance(params, (list, tuple, set, frozenset)):
-        return {"kind": "array", "length": len(params)}
+    for base in _ARRAYS:
+        if isinstance(params, base):
+            return {"kind": "array", "length": base.__len__(params)}
     if isinstance(params, Mapping):
         return {"kind": "object"}
     if callable(params):

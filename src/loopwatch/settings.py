@@ -33,6 +33,7 @@ from loopwatch.config.openclaw import (
     validate_openclaw_config,
 )
 from loopwatch.config.resolve import ResolvedConfig, resolve_config
+from loopwatch.core.naming import plain_str
 
 if TYPE_CHECKING:
     from loopwatch.detectors.adaptive import AdaptiveConfig
@@ -150,7 +151,8 @@ class GuardSettings:
             ``(block, resolved)``; ``resolved`` has detection on for a profile that is its
             own opt-in unless the block says ``enabled: false``.
         """
-        agent = agent_id if isinstance(agent_id, str) and self.openclaw_config else None
+        # (a str subclass is read as its characters: its __hash__ and __eq__ are the host's)
+        agent = plain_str(agent_id) if isinstance(agent_id, str) and self.openclaw_config else None
         cached = self._cache.get(agent)
         if cached is None:
             if self.openclaw_config is None:

@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable
 from typing import Final
 
+from loopwatch.core.naming import plain_str
 from loopwatch.guard.decision import Decision
 
 #: How many ``before_call`` args hashes wait for their ``after_call`` at most.
@@ -103,7 +104,7 @@ class ArgsMemo:
 
         It stands for deriving them again: ``block_for(agent_id)``,
         ``normalize_run_id(run_id)``, ``normalize_tool_call_id(call_id)`` (the memo's key is
-        the id as given, ``None`` or a plain ``str``, which normalises to itself), the
+        the id's characters, ``None`` or a plain ``str``, which is what it normalises to), the
         args hash (:meth:`hash_of`) and ``is_known_poll(tool, params)`` (which reads only
         the params :meth:`hash_of` proves unchanged). The ids must be the very objects
         given to ``before_call``, of exact types ``str`` or ``None`` (whose normalised
@@ -150,7 +151,11 @@ class CallBook:
 
     def seen(self, session_key: str, call_id: object) -> InFlight | None:
         """The call in flight under this id, if any: (its decision, tool name, args hash)."""
-        if type(call_id) is not str or not call_id:
+        if type(call_id) is not str:
+            if not isinstance(call_id, str):
+                return None
+            call_id = plain_str(call_id)  # a str subclass: keyed by its characters
+        if not call_id:
             return None
         return self._in_flight.get((session_key, call_id))
 
@@ -160,7 +165,9 @@ class CallBook:
         """A call was decided: ``decided`` (its decision, tool name and args hash) is in
         flight under its id, ``memo`` (if any) waits for its ``after_call``."""
         if call_id is not None and type(call_id) is not str:
-            return  # keyed by the id as given: any other id is derived again
+            if not isinstance(call_id, str):
+                return  # keyed by the id as given: any other id is derived again
+            call_id = plain_str(call_id)  # a str subclass: keyed by its characters
         ident: str | None = call_id  # (checked just above)
         key = (session_key, ident)
         with self._lock:
@@ -186,7 +193,9 @@ class CallBook:
         """An outcome is reported: (whether this id's outcome was recorded already, the
         call's memo if any)."""
         if call_id is not None and type(call_id) is not str:
-            return False, None
+            if not isinstance(call_id, str):
+                return False, None
+            call_id = plain_str(call_id)  # a str subclass: keyed by its characters
         ident: str | None = call_id  # (checked just above)
         key = (session_key, ident)
         with self._lock:

@@ -14,6 +14,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from loopwatch import messages
+from loopwatch.core.naming import plain_str
 from loopwatch.detectors.reference import LoopVerdict
 from loopwatch.guard._ops import CancelCall, UpdateBucket
 from loopwatch.guard._planning import BeforePlan
@@ -30,7 +31,10 @@ def bucket_key(plan: BeforePlan, verdict: LoopVerdict) -> str:
     """The warning bucket of a verdict: its own key, else detector and tool, per run."""
     base = verdict.warning_key or f"{verdict.detector}:{plan.call.tool_name}"
     raw = plan.run_id_raw
-    return f"{raw}:{base}" if isinstance(raw, str) and raw else base
+    if not isinstance(raw, str):
+        return base
+    raw = plain_str(raw)  # (a str subclass is read as its characters: its methods may raise)
+    return f"{raw}:{base}" if raw else base
 
 
 def announce(guard: LoopGuard, plan: BeforePlan, verdict: LoopVerdict, action: str) -> None:
@@ -77,6 +81,8 @@ def blocked(guard: LoopGuard, plan: BeforePlan, verdict: LoopVerdict, message: s
     from loopwatch.events import ToolExecutionBlockedEvent, params_summary
 
     raw_run = plan.run_id_raw
+    if isinstance(raw_run, str):
+        raw_run = plain_str(raw_run)
     guard._emit(
         ToolExecutionBlockedEvent(
             session_key=plan.session_key,

@@ -23,6 +23,7 @@ from typing import Final, Protocol, TypeVar, cast
 
 from loopwatch.calls import Batch, ToolCall
 from loopwatch.core.jsstr import js_trim
+from loopwatch.core.naming import plain_str
 from loopwatch.detectors.reference import LoopVerdict
 from loopwatch.errors import LoopDetectedError
 from loopwatch.integrations._sessions import SessionCache
@@ -195,7 +196,18 @@ async def aguarded_call(
 
 
 def _batchable(calls: Sequence[ToolCall]) -> bool:
-    """Two or more calls of one session, each with its own id, none already guarded."""
+    """Two or more calls of one session, each with its own id, none already guarded.
+
+    The ids are the host's objects: ids that cannot even be compared (a ``str`` subclass
+    whose ``__eq__`` raises) make the turn decided call by call, never an exception.
+    """
+    try:
+        return _one_session(calls)
+    except Exception:
+        return False
+
+
+def _one_session(calls: Sequence[ToolCall]) -> bool:
     if len(calls) < 2:
         return False
     session = calls[0].session_key
@@ -223,15 +235,22 @@ class Admissions:
         self._pending: SessionCache[tuple[DecisionLike, Batch]] = SessionCache(max_pending)
 
     @staticmethod
-    def _key(session_key: object, tool_call_id: object) -> str:
-        return f"{session_key}\x00{tool_call_id}"
+    def _key(session_key: object, tool_call_id: object) -> str | None:
+        """Where a call's decision waits; ``None`` for ids a turn is never admitted with
+        (:func:`_batchable` admits ``str`` ids only), read as their characters (a
+        subclass's ``__format__`` is the host's code)."""
+        if not isinstance(session_key, str) or not isinstance(tool_call_id, str):
+            return None
+        return f"{plain_str(session_key)}\x00{plain_str(tool_call_id)}"
 
     def _store(self, calls: Sequence[ToolCall], decisions: object) -> None:
         if not isinstance(decisions, (list, tuple)) or len(decisions) != len(calls):
             return
         batch = Batch()
         for tc, decision in zip(calls, decisions, strict=True):
-            self._pending.put(self._key(tc.session_key, tc.tool_call_id), (decision, batch))
+            key = self._key(tc.session_key, tc.tool_call_id)
+            if key is not None:
+                self._pending.put(key, (decision, batch))
 
     @staticmethod
     def _request(calls: Sequence[ToolCall]) -> tuple[list[BatchCall], dict[str, object]]:
@@ -275,7 +294,8 @@ class Admissions:
 
     def take(self, tc: ToolCall) -> ToolCall:
         """Give ``tc`` the decision its turn was admitted with, if any; returns ``tc``."""
-        pending = self._pending.pop(self._key(tc.session_key, tc.tool_call_id))
+        key = self._key(tc.session_key, tc.tool_call_id)
+        pending = None if key is None else self._pending.pop(key)
         if pending is not None:
             tc.admit(*pending)
         return tc
@@ -296,8 +316,14 @@ class QueuedIds:
         self._lock = threading.Lock()
 
     @staticmethod
-    def _signature(tool_name: str, arguments: object) -> str:
-        return f"{tool_name}\x00{json.dumps(arguments, sort_keys=True, default=repr)}"
+    def _signature(tool_name: str, arguments: object) -> str | None:
+        """The call's signature, or ``None`` for arguments JSON cannot write (a cycle, keys
+        of mixed types, a ``__repr__`` that raises): such a call gets no queued id and is
+        decided on its own, rather than the adapter raising into the agent."""
+        try:
+            return f"{tool_name}\x00{json.dumps(arguments, sort_keys=True, default=repr)}"
+        except Exception:
+            return None
 
     def queue(self, calls: Sequence[tuple[str, object, str]], *, replace: bool = True) -> None:
         """Queue ``(tool name, arguments, id)`` calls; ``replace`` drops any ids left unused
@@ -306,12 +332,17 @@ class QueuedIds:
             if replace:
                 self._queued.clear()
             for name, arguments, call_id in calls:
-                self._queued.setdefault(self._signature(name, arguments), deque()).append(call_id)
+                signature = self._signature(name, arguments)
+                if signature is not None:
+                    self._queued.setdefault(signature, deque()).append(call_id)
 
     def take(self, tool_name: str, arguments: object) -> str | None:
         """The id of a queued call with this name and these arguments, or ``None``."""
+        signature = self._signature(tool_name, arguments)
+        if signature is None:
+            return None
         with self._lock:
-            queued = self._queued.get(self._signature(tool_name, arguments))
+            queued = self._queued.get(signature)
             return queued.popleft() if queued else None
 
 

@@ -249,8 +249,11 @@ class SqliteStore(Store):
                 else:
                     try:
                         self._db.execute("COMMIT")
-                    except sqlite3.Error:
+                    except sqlite3.Error as exc:
+                        # (a full disk, an I/O error: the writes are lost, which the guard
+                        # must hear of, to fail open and log it, not go on as if recorded)
                         self._rollback()
+                        raise StoreError(f"sqlite: commit failed: {exc}") from exc
 
     def session_lock(self, session_key: str) -> AbstractContextManager[object]:
         """One transaction around a whole guard operation, across processes.

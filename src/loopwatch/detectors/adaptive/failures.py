@@ -14,6 +14,7 @@ from typing import Final
 
 from loopwatch.core.fingerprint import raw_text_digest
 from loopwatch.core.lazyre import lazy_compile
+from loopwatch.core.naming import plain_str
 
 _SOFT_FAILURE_PREFIX: Final = lazy_compile(r"\A\s*(?:ERROR|Error|error)\s*[:!]")
 # SWE-agent's edit command: the edit was rejected and not applied.
@@ -32,19 +33,19 @@ _FAILED_STATUSES: Final = frozenset({"error", "failed", "failure"})
 def _result_text(result: object) -> str | None:
     """The text a result shows the model: a string, or the text parts of ``content``."""
     if isinstance(result, str):
-        return result
+        return plain_str(result)
     if type(result) is not dict and not isinstance(result, Mapping):
         return None
     content = result.get("content")
     parts: list[str] = []
     if isinstance(content, str):
-        parts.append(content)
+        parts.append(plain_str(content))
     elif isinstance(content, (list, tuple)):
         for entry in content:
             if (type(entry) is dict or isinstance(entry, Mapping)) and isinstance(
                 entry.get("text"), str
             ):
-                parts.append(entry["text"])
+                parts.append(plain_str(entry["text"]))
     return "\n".join(parts) if parts else None
 
 
@@ -125,6 +126,7 @@ def _arg_strings(params: object) -> list[str]:
     while stack and len(found) < _MAX_ECHO_VALUES:
         value, depth = stack.pop()
         if isinstance(value, str):
+            value = plain_str(value)  # (a subclass's methods are the host's code)
             if len(value) >= _MIN_ECHO_CHARS:
                 found.append(value)
         elif depth < 4 and isinstance(value, Mapping):

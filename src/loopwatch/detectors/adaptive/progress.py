@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Final
 
 from loopwatch.core.lazyre import lazy_compile
+from loopwatch.core.naming import plain_str
 from loopwatch.detectors.adaptive.shell_text import shell_command_is_read_only
 
 if TYPE_CHECKING:
@@ -81,12 +82,12 @@ _COMMAND_KEYS: Final = ("command", "cmd", "script")
 
 def _command_text(params: object) -> str | None:
     if isinstance(params, str):
-        return params
+        return plain_str(params)
     if type(params) is dict or isinstance(params, Mapping):
         for key in _COMMAND_KEYS:
             value = params.get(key)
             if isinstance(value, str):
-                return value
+                return plain_str(value)
     return None
 
 
@@ -95,7 +96,7 @@ def _action_of(params: object) -> str | None:
         for key in ("command", "action"):
             value = params.get(key)
             if isinstance(value, str):
-                return value.strip().lower()
+                return plain_str(value).strip().lower()
     return None
 
 
@@ -187,8 +188,8 @@ def target_path(params: object) -> str | None:
     if type(params) is dict or isinstance(params, Mapping):
         for key in _PATH_KEYS:
             value = params.get(key)
-            if isinstance(value, str) and value.strip():
-                return value.strip()
+            if isinstance(value, str) and plain_str(value).strip():
+                return plain_str(value).strip()
     return None
 
 
