@@ -117,18 +117,20 @@ def drive(store: Store, session_key: str, steps: Steps[_T]) -> _T:
 async def adrive(store: Store, session_key: str, steps: Steps[_T]) -> _T:
     """The async twin of :func:`drive`; in-process stores run synchronously.
 
-    A store with real asynchronous I/O makes each call atomic on its side (a Lua script),
-    so no process-local lock is held across an ``await``.
+    A store with real asynchronous I/O makes each call atomic on its side (a Lua script);
+    its :meth:`~loopwatch.stores.base.Store.async_session_lock` (an asyncio lock, never a
+    thread lock) keeps the tasks of one loop from landing between the calls of one step.
     """
     if not store.native_async:
         return drive(store, session_key, steps)
-    try:
-        op = next(steps)
-        while True:
-            op = steps.send(await op.arun(store))
-    except StopIteration as done:
-        result: _T = done.value
-        return result
+    async with store.async_session_lock(session_key):
+        try:
+            op = next(steps)
+            while True:
+                op = steps.send(await op.arun(store))
+        except StopIteration as done:
+            result: _T = done.value
+            return result
 
 
 def drive_one(store: Store, session_key: str, op: StoreOp) -> Any:
@@ -141,7 +143,8 @@ async def adrive_one(store: Store, session_key: str, op: StoreOp) -> Any:
     """The async twin of :func:`drive_one`."""
     if not store.native_async:
         return drive_one(store, session_key, op)
-    return await op.arun(store)
+    async with store.async_session_lock(session_key):
+        return await op.arun(store)
 
 
 __all__ = [

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from dataclasses import dataclass
 from typing import Final, NamedTuple
 
@@ -76,6 +76,11 @@ class Store(ABC):
         happen as one step; stores whose operations are atomic server-side return a
         no-op context.
         """
+        return contextlib.nullcontext()
+
+    def async_session_lock(self, session_key: str) -> AbstractAsyncContextManager[object]:
+        """The lock of one guard step on the asyncio path of a store with real asynchronous
+        I/O (:attr:`native_async`), for the tasks of the running loop; a no-op by default."""
         return contextlib.nullcontext()
 
     @abstractmethod

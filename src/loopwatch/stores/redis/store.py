@@ -8,13 +8,13 @@ differs. The wire format is :mod:`._codec`, the scripts :mod:`._scripts`, the cl
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import math
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Final, Generic, TypeVar
 
@@ -55,6 +55,8 @@ _NO_GUARD: Final = GuardSnapshot(armed=False, remaining_attempts=0)
 #: Remembered nonces of records appended by ``begin_call`` (for ``cancel_call``); a
 #: cancel follows its begin within one ``before_call``, so a small bound is plenty.
 _MAX_PENDING_NONCES: Final = 4096
+#: Sessions share this many in-process locks (by hash): a lock is held for one guard step.
+_LOCK_STRIPES: Final = 64
 
 
 # --- operations (sans I/O) ---------------------------------------------------------------
@@ -84,14 +86,17 @@ class RedisStore(Store):
     applies :attr:`fail_open`. Nothing needs resetting when Redis comes back: the next
     call reconnects, and a lost script is sent again.
 
-    Each operation is atomic on the server, so :meth:`session_lock` is a no-op and any
-    number of threads, tasks and processes may share a session. One limit, on a rare
-    path: a blocked call's pending record is removed by a second round trip
-    (``cancel_call``), and a call of the same session from another worker that lands in
-    between sees that record (one extra pending record, for that one call) without the
-    oldest record its append trimmed; the cancel puts that record back unless the other
-    call wrote to the session meanwhile. There is no ``max_sessions``: memory is bounded
-    by the idle expiry and Redis's own policy.
+    Each operation is atomic on the server, and any number of threads, tasks and
+    processes may share a session. One limit, on a rare path: a blocked call's pending
+    record is removed by a second round trip (``cancel_call``), and a call of the same
+    session from another process that lands in between sees that record (one extra
+    pending record, for that one call) without the oldest record its append trimmed; the
+    cancel puts that record back unless the other call wrote to the session meanwhile
+    (then the history holds one record fewer than its size, until the next append). The
+    threads of one process, and the asyncio tasks of one loop, never land in between: the
+    guard holds :meth:`session_lock` (:meth:`async_session_lock`) for the whole step.
+    There is no ``max_sessions``: memory is bounded by the idle expiry and Redis's own
+    policy.
 
     Args:
         client: a blocking client (anything with ``evalsha`` and ``eval``).
@@ -173,6 +178,11 @@ class RedisStore(Store):
             self._ttl_args = (repr(self.idle_ttl_s), str(ttl_ms))
         self._nonces: OrderedDict[int, tuple[ToolCallRecord, str]] = OrderedDict()
         self._nonce_lock = threading.Lock()
+        self._session_locks = tuple(threading.RLock() for _ in range(_LOCK_STRIPES))
+        #: Per event loop, its asyncio locks (an asyncio lock belongs to one loop).
+        self._async_locks: weakref.WeakKeyDictionary[Any, tuple[Any, ...]] = (
+            weakref.WeakKeyDictionary()
+        )
 
     @classmethod
     def from_url(
@@ -247,8 +257,30 @@ class RedisStore(Store):
     # --- plumbing ----------------------------------------------------------------------
 
     def session_lock(self, session_key: str) -> AbstractContextManager[object]:
-        """No lock: every operation is one atomic script on the server."""
-        return contextlib.nullcontext()
+        """An in-process lock of the session, held for one guard step.
+
+        Every operation is one atomic script on the server, but a blocked call's step is
+        two (``begin_call``, then ``cancel_call``): a write of another thread landing in
+        between would make the record the begin trimmed unreturnable, and the history
+        would shrink below its size for good. Threads of this process wait for each
+        other's step; workers in other processes still may land in between (the limit in
+        the class docstring).
+        """
+        return self._session_locks[hash(session_key) % _LOCK_STRIPES]
+
+    def async_session_lock(self, session_key: str) -> AbstractAsyncContextManager[object]:
+        """:meth:`session_lock` for the asyncio tasks of the running loop."""
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        with self._nonce_lock:
+            locks = self._async_locks.get(loop)
+            if locks is None:
+                locks = self._async_locks[loop] = tuple(
+                    asyncio.Lock() for _ in range(_LOCK_STRIPES)
+                )
+        lock: AbstractAsyncContextManager[object] = locks[hash(session_key) % _LOCK_STRIPES]
+        return lock
 
     def keys(self, session_key: str) -> tuple[bytes, ...]:
         """The session's Redis keys (history, meta, buckets, bucket order), for operators."""
