@@ -167,10 +167,35 @@ def _shell_fields(text: str) -> tuple[str, bool] | None:
     return shown, failed
 
 
+# --- Codex CLI's refusals ------------------------------------------------------------------
+
+#: How the texts open that Codex gives the model for a call its harness refused or could
+#: not run (``FunctionCallError::RespondToModel`` in ``codex-rs/core``: a patch that does
+#: not apply, a command or patch the user declined, arguments that are no JSON, a tool
+#: that does not exist). The rollout stores them as a bare string, as it stores every
+#: output, so the text is the only sign of the failure; a successful ``apply_patch`` of
+#: the same versions answers with the ``{"output", "metadata"}`` envelope instead.
+_CODEX_REFUSAL: Final = re.compile(
+    r"apply_patch verification failed"
+    r"|apply_patch handler received unsupported payload"
+    r"|patch rejected"
+    r"|exec command rejected by user"
+    r"|failed to parse function arguments: "
+    r"|unsupported (?:custom tool )?call: "
+    r"|unable to locate image at "
+)
+
+
+def codex_refusal(output: object) -> bool:
+    """Whether a Codex output is the harness's refusal of the call (see ``_CODEX_REFUSAL``)."""
+    return isinstance(output, str) and _CODEX_REFUSAL.match(output) is not None
+
+
 __all__ = [
     "MAX_OUTCOME_DEPTH",
     "VOLATILE_RESULT_KEYS",
     "as_outcome",
+    "codex_refusal",
     "gemini_shell_text",
     "is_openclaw_shaped",
 ]

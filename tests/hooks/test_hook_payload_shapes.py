@@ -414,3 +414,29 @@ def test_a_cursor_mcp_input_sent_as_json_text_is_one_call_with_its_object(
     for text in ("[1, 2]", "not json", '{"a": ', "{" * 5000):
         event = cursor.parse(json.loads(_cursor_mcp("preToolUse", "x", text)))
         assert event.params == text  # anything but a JSON object stays the text it was
+
+
+def test_a_codex_harness_refusal_is_recorded_as_an_error() -> None:
+    # A patch that does not apply answers the model with the harness's own text
+    # (FunctionCallError::RespondToModel), a plain string like any Bash output.
+    from loopwatch.hooks import codex
+
+    def outcome(response: object) -> tuple[object, object]:
+        event = codex.parse(
+            {
+                "hook_event_name": "PostToolUse",
+                "session_id": "S",
+                "turn_id": "t",
+                "tool_name": "apply_patch",
+                "tool_input": {"input": "*** Begin Patch"},
+                "tool_use_id": "c1",
+                "tool_response": response,
+            }
+        )
+        return event.result, event.error
+
+    refused = "apply_patch verification failed: Failed to find expected lines in src/app.py"
+    assert outcome(refused) == (UNDEFINED, refused)
+    # Output that merely mentions it is the command's own.
+    said = "grep: apply_patch verification failed"
+    assert outcome(said) == (said, UNDEFINED)

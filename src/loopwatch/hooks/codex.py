@@ -10,7 +10,9 @@ it is a plain string, the command's output as the model sees it (``ExecCommandTo
 post_tool_use_response`` in ``codex-rs/core/src/tools/context.rs``: no exit code, no
 ``Wall time`` header), so a failure and a success with the same output are one outcome;
 an MCP tool's is its ``CallToolResult`` (``content`` parts), and one with ``isError:
-true`` is recorded as the error it is (its text parts).
+true`` is recorded as the error it is (its text parts). A text that is the harness's own
+refusal of the call (``apply_patch verification failed: ...``, as ``loopwatch scan`` reads
+rollouts: :func:`~loopwatch.host_outcome.codex_refusal`) is an error too.
 
 Answers: ``PreToolUse`` may only deny, with a non-empty reason (``ask``, a bare
 ``allow`` and ``continue: false`` are rejected, which lets the call run), so an allow is
@@ -26,6 +28,7 @@ from typing import Any, Final
 
 from loopwatch.core._undefined import UNDEFINED
 from loopwatch.hooks._core import CompactionCheck, HookEvent, HookResult, Outcome, text
+from loopwatch.host_outcome import codex_refusal
 
 AGENT: Final = "codex"
 #: turn_id comes with every event today; releases whose PreToolUse had none (the
@@ -49,6 +52,8 @@ def _outcome(response: object) -> tuple[object, object]:
     ``isError`` (a tool that failed: Codex has no failure event) is the error its text
     parts say; anything else is the result. (``McpToolOutput::post_tool_use_response``
     sends the ``CallToolResult`` as JSON, ``codex-rs/core/src/tools/context.rs``.)"""
+    if isinstance(response, str) and codex_refusal(response):
+        return UNDEFINED, response  # the harness refused the call (a patch that does not apply)
     if not isinstance(response, dict) or True not in (
         response.get("isError"),
         response.get("is_error"),

@@ -67,6 +67,7 @@ from collections.abc import Iterable, Mapping
 from typing import Final
 
 from loopwatch.core._undefined import UNDEFINED
+from loopwatch.host_outcome import codex_refusal
 from loopwatch.transcripts._common import (
     CallBook,
     CallDraft,
@@ -306,28 +307,6 @@ def _outcome(output: object) -> tuple[object, object]:
         return UNDEFINED, content if isinstance(content, str) else content_text(content)
     command = _command_outcome(output)
     return command if command is not None else (output, UNDEFINED)
-
-
-#: How the texts open that Codex gives the model for a call its harness refused or could
-#: not run (``FunctionCallError::RespondToModel`` in ``codex-rs/core``: a patch that does
-#: not apply, a command or patch the user declined, arguments that are no JSON, a tool
-#: that does not exist). The rollout stores them as a bare string, as it stores every
-#: output, so the text is the only sign of the failure; a successful ``apply_patch`` of
-#: the same versions answers with the ``{"output", "metadata"}`` envelope instead.
-_CODEX_REFUSAL: Final = re.compile(
-    r"apply_patch verification failed"
-    r"|apply_patch handler received unsupported payload"
-    r"|patch rejected"
-    r"|exec command rejected by user"
-    r"|failed to parse function arguments: "
-    r"|unsupported (?:custom tool )?call: "
-    r"|unable to locate image at "
-)
-
-
-def codex_refusal(output: object) -> bool:
-    """Whether a Codex output is the harness's refusal of the call (see ``_CODEX_REFUSAL``)."""
-    return isinstance(output, str) and _CODEX_REFUSAL.match(output) is not None
 
 
 #: What Codex records as the output of a call the user interrupted (or that never
