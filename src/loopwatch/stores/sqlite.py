@@ -24,10 +24,12 @@ hold digests only, never raw arguments or results.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import sqlite3
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
@@ -64,6 +66,10 @@ DEFAULT_MAX_SESSIONS: Final = 10_000
 DEFAULT_BUSY_TIMEOUT_S: Final = 2.0
 #: Remembered record ids of ``begin_call`` appends, for ``cancel_call`` (as in Redis).
 _MAX_PENDING_NONCES: Final = 4096
+#: How often (seconds) a transaction first checks that the path is still the open file.
+FILE_CHECK_INTERVAL_S: Final = 1.0
+
+logger = logging.getLogger("loopwatch.store")
 
 
 class SqliteStore(Store):
@@ -129,6 +135,10 @@ class SqliteStore(Store):
         self._lock = threading.RLock()
         self._depth = 0
         self._nonces: OrderedDict[int, tuple[ToolCallRecord, int]] = OrderedDict()
+        self._open()
+
+    def _open(self) -> None:
+        """Open (or create) the file and remember which file it is (:meth:`_same_file`)."""
         try:
             create_private(self._path)
             self._db = sqlite3.connect(
@@ -138,8 +148,37 @@ class SqliteStore(Store):
                 check_same_thread=False,  # serialised by self._lock
             )
             self._setup()
+            self._file_id = _file_id(self._path)
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"cannot open the SQLite store {self._path!r}: {exc}") from exc
+        self._checked_at = time.monotonic()
+
+    def _same_file(self) -> None:
+        """Reopen when the path no longer names the open file (deleted, or replaced).
+
+        A long-running process (``loopwatch serve``, an agent's guard) would go on writing
+        to a deleted file without an error, while every new process (each hook event)
+        creates a new, empty one at the path: two histories that never meet. Checked at
+        most once per :data:`FILE_CHECK_INTERVAL_S`, outside any transaction.
+        """
+        now = time.monotonic()
+        if now - self._checked_at < FILE_CHECK_INTERVAL_S:
+            return
+        self._checked_at = now
+        try:
+            current: tuple[int, int] | None = _file_id(self._path)
+        except OSError:
+            current = None
+        if current == self._file_id:
+            return
+        logger.warning(
+            "loopwatch: the SQLite store %r is no longer the file it opened (%s): reopening",
+            self._path,
+            "deleted" if current is None else "replaced",
+        )
+        with suppress(sqlite3.Error):
+            self._db.close()
+        self._open()
 
     @property
     def path(self) -> Path:
@@ -194,6 +233,7 @@ class SqliteStore(Store):
                 except sqlite3.Error as exc:
                     raise StoreError(f"sqlite operation failed: {exc}") from exc
                 return
+            self._same_file()
             db = self._db
             try:
                 db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
@@ -226,6 +266,7 @@ class SqliteStore(Store):
             if self._depth:
                 yield
                 return
+            self._same_file()
             try:
                 self._db.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
@@ -670,10 +711,17 @@ class SqliteStore(Store):
             self._db.close()
 
 
+def _file_id(path: str) -> tuple[int, int]:
+    """Which file ``path`` names now (device, inode)."""
+    found = os.stat(path)
+    return found.st_dev, found.st_ino
+
+
 __all__ = [
     "DEFAULT_BUSY_TIMEOUT_S",
     "DEFAULT_IDLE_TTL_S",
     "DEFAULT_MAX_SESSIONS",
+    "FILE_CHECK_INTERVAL_S",
     "SCHEMA_VERSION",
     "SqliteStore",
 ]
