@@ -27,7 +27,14 @@ import json
 from typing import Any, Final
 
 from loopwatch.core._undefined import UNDEFINED
-from loopwatch.hooks._core import CompactionCheck, HookEvent, HookResult, Outcome, text
+from loopwatch.hooks._core import (
+    CompactionCheck,
+    HookEvent,
+    HookResult,
+    Outcome,
+    content_text,
+    text,
+)
 from loopwatch.host_outcome import codex_refusal
 
 AGENT: Final = "codex"
@@ -59,16 +66,7 @@ def _outcome(response: object) -> tuple[object, object]:
         response.get("is_error"),
     ):
         return response, UNDEFINED
-    content = response.get("content")
-    parts = content if isinstance(content, list) else []
-    said = "\n".join(
-        part["text"]
-        for part in parts
-        if isinstance(part, dict)
-        and part.get("type") == "text"
-        and isinstance(part.get("text"), str)
-    )
-    return UNDEFINED, said or "tool failed"
+    return UNDEFINED, content_text(response.get("content")) or "tool failed"
 
 
 def parse(payload: dict[str, Any]) -> HookEvent:

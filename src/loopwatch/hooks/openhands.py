@@ -27,7 +27,14 @@ import json
 from typing import Any, Final
 
 from loopwatch.core._undefined import UNDEFINED
-from loopwatch.hooks._core import CompactionCheck, HookEvent, HookResult, Outcome, text
+from loopwatch.hooks._core import (
+    CompactionCheck,
+    HookEvent,
+    HookResult,
+    Outcome,
+    content_text,
+    text,
+)
 from loopwatch.host_outcome import as_outcome
 
 AGENT: Final = "openhands"
@@ -42,26 +49,11 @@ _KINDS: Final = {"PreToolUse": "before", "PostToolUse": "after"}
 _STILL_RUNNING: Final = -1
 
 
-def _texts(response: dict[str, Any]) -> str | None:
-    """The observation's text parts, joined (``None`` when it has none)."""
-    content = response.get("content")
-    if not isinstance(content, list):
-        return None
-    texts = [
-        part["text"]
-        for part in content
-        if isinstance(part, dict)
-        and part.get("type") == "text"
-        and isinstance(part.get("text"), str)
-    ]
-    return "\n".join(texts) if texts else None
-
-
 def _outcome(response: object) -> tuple[object, object]:
     """``(result, error)`` of a ``tool_response`` (an observation's ``model_dump()``)."""
     if not isinstance(response, dict):
         return as_outcome(response), UNDEFINED
-    said = _texts(response)
+    said = content_text(response.get("content")) or None
     exit_code = response.get("exit_code")
     if type(exit_code) is not int:
         exit_code = None
