@@ -12,6 +12,8 @@ start with ``test_``). ``.ci/run`` runs it in a virtualenv of its own, as the RE
 from __future__ import annotations
 
 import asyncio
+import linecache
+import logging
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -36,6 +38,7 @@ from framework_matrix import (
     check_answers,
     make_guard,
 )
+from test_readme_snippets import snippets
 
 from loopwatch import LoopGuard
 from loopwatch.integrations.crewai import LoopGuardToolHooks, ScriptedLLM, _message_calls
@@ -229,3 +232,29 @@ def test_arguments_nested_past_the_json_parser_are_skipped_not_raised() -> None:
         ],
     }
     assert _message_calls(message) == [("read_file", {"path": "a"}, "c2")]
+
+
+# --- the README's CrewAI snippet (the main suite cannot run it) ------------------------------
+
+
+def test_the_readme_snippet_runs_under_crewai_own_limit(caplog: pytest.LogCaptureFixture) -> None:
+    # As written, with CrewAI's own repeat limit in place (the autouse fixture lifts it
+    # only for the matrix): the adaptive profile blocks the 3rd identical call, before
+    # that limit, and the scripted model gives up once it reads the block.
+    assert agent_utils.MAX_REPEATED_TOOL_CALLS == 5
+    (snippet,) = [s for s in snippets() if s.label == "CrewAI"]
+    caplog.set_level(logging.ERROR, logger="loopwatch.tools")
+    filename = f"<README.md:{snippet.line}>"
+    source = snippet.code + "\n"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace: dict[str, Any] = {"__name__": "__readme__"}
+    exec(compile(source, filename, "exec"), namespace)
+    assert str(namespace["result"]) == "done"
+    blocking = [r for r in caplog.records if r.getMessage().startswith("Blocking read_file")]
+    assert len(blocking) == 1
+    hooks, crew = namespace["hooks"], namespace["crew"]
+    assert len(hooks.guard.history(session_key=f"crewai:{crew.id}")) == 2
+    # unregistered by the snippet: another crew is not guarded by these hooks
+    other, _ = make_crew(LoopScript(times=3), Tools())
+    other.kickoff()
+    assert hooks.guard.history(session_key=f"crewai:{other.id}") == ()

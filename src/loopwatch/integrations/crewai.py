@@ -2,12 +2,26 @@
 
 ::
 
+    from crewai import Agent, Crew, Task
     from loopwatch import LoopGuard
     from loopwatch.integrations.crewai import LoopGuardToolHooks
 
-    hooks = LoopGuardToolHooks(LoopGuard({"enabled": True})).register()
-    crew.kickoff()
-    hooks.unregister()
+    agent = Agent(role="reader", goal="...", backstory="...", llm="gpt-5-mini", tools=[read_file])
+    crew = Crew(agents=[agent], tasks=[Task(description="...", expected_output="...", agent=agent)])
+    hooks = LoopGuardToolHooks(LoopGuard(profile="adaptive")).register()  # every crew
+    try:
+        result = crew.kickoff()
+    finally:
+        hooks.unregister()
+
+(:class:`ScriptedLLM` plays a model offline: ``Agent(llm=ScriptedLLM(loop_script()))``.)
+
+CrewAI fails a task itself (``ToolExecutionFailedError``) at the 5th identical (tool,
+arguments, result) call of a run, so the reference thresholds (a block at the 21st) are
+never reached by a plain repeat there; the ``adaptive`` profile blocks the 3rd identical
+call in a row, before that limit, and the reference one still catches what the limit
+misses (the same call with changing results, a missing tool called with changing
+arguments).
 
 CrewAI runs its ``before_tool_call`` hooks before every tool call, including calls of tools
 the agent does not have, and its ``after_tool_call`` hooks after every call, including
