@@ -258,3 +258,37 @@ def test_the_readme_snippet_runs_under_crewai_own_limit(caplog: pytest.LogCaptur
     other, _ = make_crew(LoopScript(times=3), Tools())
     other.kickoff()
     assert hooks.guard.history(session_key=f"crewai:{other.id}") == ()
+
+
+# --- two layers: a guard.tool function as the crew's tool, on the hooks' guard ---------------
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+@pytest.mark.parametrize("per_turn", [1, 3])
+def test_a_guard_tool_function_as_the_tool_is_guarded_once(
+    asynchronous: bool, per_turn: int, hooks_of: list[LoopGuardToolHooks]
+) -> None:
+    # The hooks guard the call, the guard.tool function passes it through: one record a
+    # call, one warning, and the block where the hooks alone put it (not at half of it).
+    guard, events = make_guard()
+    runs: list[str] = []
+
+    @tool("read_file")
+    @guard.tool(session_key="crew-1")
+    def read_file(path: str) -> str:
+        """Read a file."""
+        runs.append(path)
+        return "the notes"
+
+    hooks_of.append(LoopGuardToolHooks(guard, session_key="crew-1").register())
+    llm = ReadingLLM(LoopScript(times=60, per_turn=per_turn))
+    agent = Agent(role="reader", goal="g", backstory="b", llm=llm, tools=[read_file], max_iter=65)
+    crew = Crew(agents=[agent], tasks=[Task(description="t", expected_output="e", agent=agent)])
+    result = asyncio.run(crew.akickoff()) if asynchronous else crew.kickoff()
+    assert str(result) == "done"
+    read = [str(r) for r in llm.__dict__["read"]]
+    expected = BY_NAME["parallel"] if per_turn == 3 else BY_NAME["repeat"]
+    assert len(runs) == expected.executions
+    assert len(guard.history(session_key="crew-1")) == expected.executions
+    assert sum("WARNING" in r for r in read) == 1
+    assert blocks(events) == expected.blocks

@@ -35,6 +35,9 @@ blocked ones; a string returned by an after hook replaces what the agent reads. 
   ``Error executing tool: ...`` text as the call's error, and a call of a missing tool
   (``Tool not found``) as a failed call naming the tool; then it appends an emitted warning.
 
+A ``guard.tool`` function used as a tool of the crew, with the same guard and session,
+passes its calls through: each call is guarded and recorded once (by the hooks).
+
 CrewAI runs the native tool calls of one model message in a thread pool, each with its
 own hooks and no call id: the before hook of a message's first call admits all of the
 message's calls together (``guard.before_batch``), reading them from the agent executor's
@@ -56,6 +59,7 @@ with the other extras (``loopwatch[crewai]`` is not part of ``loopwatch[all]``).
 
 from __future__ import annotations
 
+import contextvars
 import json
 import threading
 from collections import OrderedDict
@@ -83,7 +87,11 @@ from loopwatch.adapter import (
 from loopwatch.adapter import unknown_tool_error as _unknown_tool_error
 from loopwatch.errors import LoopDetectedError
 from loopwatch.guard import LoopGuard
-from loopwatch.integrations._shared import check_adapter_arguments
+from loopwatch.integrations._shared import (
+    check_adapter_arguments,
+    enter_guarding,
+    leave_guarding,
+)
 from loopwatch.testing import LoopScript
 
 #: A session key or run id: fixed, or computed from the hook context.
@@ -129,6 +137,7 @@ class LoopGuardToolHooks:
         self.options = AdapterOptions(warn_model=warn_model, on_critical=on_critical)
         self.loop_error: LoopDetectedError | None = None
         self._pending: dict[int, ToolCall] = {}
+        self._marks: dict[int, contextvars.Token[Any]] = {}
         self._stopped: set[object] = set()
         self._admissions = Admissions()
         # The assistant messages whose calls were admitted (held, so their ids stay
@@ -207,7 +216,8 @@ class LoopGuardToolHooks:
         ids = self._admit_turn(context)
         call_id = ids.take(name, args) if ids is not None else None
         tc = self._admissions.take(self._call(context, name, args, call_id))
-        self._pending[id(context.tool_input)] = tc
+        key = id(context.tool_input)
+        self._pending[key] = tc
         try:
             tc.start()
         except LoopDetectedError as exc:
@@ -216,11 +226,24 @@ class LoopGuardToolHooks:
             self.loop_error = exc
             self._stopped.add(self._session(context))
             return False
-        return False if tc.blocked else None
+        if tc.blocked:
+            return False
+        if not tc.passthrough:
+            # CrewAI runs the tool right after its before hooks, in the same context (a
+            # copy of it per call for a message's parallel calls), and the after hooks
+            # next: a guard.tool function used as the tool then passes the call through
+            # instead of guarding and recording it a second time (two records a call, and
+            # a block at half the threshold).
+            self._marks[key] = enter_guarding(self.guard, tc.session_key)
+        return None
 
     def after_tool_call(self, context: Any) -> str | None:
         """Record what the agent reads; show the blocked message or an emitted warning."""
-        tc = self._pending.pop(id(context.tool_input), None)
+        key = id(context.tool_input)
+        mark = self._marks.pop(key, None)
+        if mark is not None:
+            leave_guarding(mark)
+        tc = self._pending.pop(key, None)
         if tc is None:
             return None
         if tc.blocked:
