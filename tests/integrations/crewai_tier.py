@@ -161,14 +161,22 @@ def test_the_matrix(scenario: Scenario, hooks_of: list[LoopGuardToolHooks]) -> N
         assert FAILURE in str(read[0])
 
 
-def test_end_run_stops_the_crew(hooks_of: list[LoopGuardToolHooks]) -> None:
+def test_end_run_stops_the_crew(
+    hooks_of: list[LoopGuardToolHooks], caplog: pytest.LogCaptureFixture
+) -> None:
     guard, _ = make_guard()
     hooks = LoopGuardToolHooks(guard, on_critical="end_run").register()
     hooks_of.append(hooks)
     tools = Tools()
     crew, _ = make_crew(BY_NAME["repeat"].script, tools)
-    with pytest.raises(Exception, match="blocked by before_llm_call"):
+    with pytest.raises(LLMCallBlockedError, match="blocked by before_llm_call"):
         crew.kickoff()
+    # CrewAI's error does not say why: the log line does, and where the loop error is.
+    # (CrewAI retries the failed task twice: each retry is stopped again.)
+    stops = [r for r in caplog.records if "after a critical loop" in r.getMessage()]
+    assert len(stops) == 3
+    assert all(r.name == "loopwatch.tools" for r in stops)
+    assert "LoopGuardToolHooks.loop_error" in stops[0].getMessage()
     assert hooks.loop_error is not None
     assert str(hooks.loop_error) == BY_NAME["repeat"].blocked_message
     assert tools.total == 20

@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import contextvars
 import json
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -103,6 +104,14 @@ TOOL_ERROR_PREFIX: Final = "Error executing tool:"
 TOOL_NOT_FOUND: Final = "Tool not found"
 #: How many admitted model messages are remembered (one per agent running at once).
 MAX_TURNS: Final = 64
+#: Logged when ``end_run`` stops a session's next model call.
+END_RUN_LOG: Final = (
+    "loopwatch: stopped the next model call of session {session} after a critical loop "
+    "(on_critical end_run); CrewAI raises LLMCallBlockedError, the LoopDetectedError is "
+    "LoopGuardToolHooks.loop_error"
+)
+
+logger = logging.getLogger("loopwatch.tools")
 
 
 class LoopGuardToolHooks:
@@ -265,6 +274,8 @@ class LoopGuardToolHooks:
         session = self._session(context)
         if session in self._stopped:
             self._stopped.discard(session)
+            # CrewAI's error for it (LLMCallBlockedError) does not say why.
+            logger.warning(END_RUN_LOG.format(session=session))
             return False
         return None
 
