@@ -12,6 +12,8 @@ start with ``test_``). ``.ci/run`` runs it in a virtualenv of its own, as the RE
 from __future__ import annotations
 
 import asyncio
+import linecache
+import logging
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -36,6 +38,7 @@ from framework_matrix import (
     check_answers,
     make_guard,
 )
+from test_readme_snippets import snippets
 
 from loopwatch import LoopGuard
 from loopwatch.integrations.crewai import LoopGuardToolHooks, ScriptedLLM, _message_calls
@@ -158,14 +161,22 @@ def test_the_matrix(scenario: Scenario, hooks_of: list[LoopGuardToolHooks]) -> N
         assert FAILURE in str(read[0])
 
 
-def test_end_run_stops_the_crew(hooks_of: list[LoopGuardToolHooks]) -> None:
+def test_end_run_stops_the_crew(
+    hooks_of: list[LoopGuardToolHooks], caplog: pytest.LogCaptureFixture
+) -> None:
     guard, _ = make_guard()
     hooks = LoopGuardToolHooks(guard, on_critical="end_run").register()
     hooks_of.append(hooks)
     tools = Tools()
     crew, _ = make_crew(BY_NAME["repeat"].script, tools)
-    with pytest.raises(Exception, match="blocked by before_llm_call"):
+    with pytest.raises(LLMCallBlockedError, match="blocked by before_llm_call"):
         crew.kickoff()
+    # CrewAI's error does not say why: the log line does, and where the loop error is.
+    # (CrewAI retries the failed task twice: each retry is stopped again.)
+    stops = [r for r in caplog.records if "after a critical loop" in r.getMessage()]
+    assert len(stops) == 3
+    assert all(r.name == "loopwatch.tools" for r in stops)
+    assert "LoopGuardToolHooks.loop_error" in stops[0].getMessage()
     assert hooks.loop_error is not None
     assert str(hooks.loop_error) == BY_NAME["repeat"].blocked_message
     assert tools.total == 20
@@ -229,3 +240,63 @@ def test_arguments_nested_past_the_json_parser_are_skipped_not_raised() -> None:
         ],
     }
     assert _message_calls(message) == [("read_file", {"path": "a"}, "c2")]
+
+
+# --- the README's CrewAI snippet (the main suite cannot run it) ------------------------------
+
+
+def test_the_readme_snippet_runs_under_crewai_own_limit(caplog: pytest.LogCaptureFixture) -> None:
+    # As written, with CrewAI's own repeat limit in place (the autouse fixture lifts it
+    # only for the matrix): the adaptive profile blocks the 3rd identical call, before
+    # that limit, and the scripted model gives up once it reads the block.
+    assert agent_utils.MAX_REPEATED_TOOL_CALLS == 5
+    (snippet,) = [s for s in snippets() if s.label == "CrewAI"]
+    caplog.set_level(logging.ERROR, logger="loopwatch.tools")
+    filename = f"<README.md:{snippet.line}>"
+    source = snippet.code + "\n"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace: dict[str, Any] = {"__name__": "__readme__"}
+    exec(compile(source, filename, "exec"), namespace)
+    assert str(namespace["result"]) == "done"
+    blocking = [r for r in caplog.records if r.getMessage().startswith("Blocking read_file")]
+    assert len(blocking) == 1
+    hooks, crew = namespace["hooks"], namespace["crew"]
+    assert len(hooks.guard.history(session_key=f"crewai:{crew.id}")) == 2
+    # unregistered by the snippet: another crew is not guarded by these hooks
+    other, _ = make_crew(LoopScript(times=3), Tools())
+    other.kickoff()
+    assert hooks.guard.history(session_key=f"crewai:{other.id}") == ()
+
+
+# --- two layers: a guard.tool function as the crew's tool, on the hooks' guard ---------------
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+@pytest.mark.parametrize("per_turn", [1, 3])
+def test_a_guard_tool_function_as_the_tool_is_guarded_once(
+    asynchronous: bool, per_turn: int, hooks_of: list[LoopGuardToolHooks]
+) -> None:
+    # The hooks guard the call, the guard.tool function passes it through: one record a
+    # call, one warning, and the block where the hooks alone put it (not at half of it).
+    guard, events = make_guard()
+    runs: list[str] = []
+
+    @tool("read_file")
+    @guard.tool(session_key="crew-1")
+    def read_file(path: str) -> str:
+        """Read a file."""
+        runs.append(path)
+        return "the notes"
+
+    hooks_of.append(LoopGuardToolHooks(guard, session_key="crew-1").register())
+    llm = ReadingLLM(LoopScript(times=60, per_turn=per_turn))
+    agent = Agent(role="reader", goal="g", backstory="b", llm=llm, tools=[read_file], max_iter=65)
+    crew = Crew(agents=[agent], tasks=[Task(description="t", expected_output="e", agent=agent)])
+    result = asyncio.run(crew.akickoff()) if asynchronous else crew.kickoff()
+    assert str(result) == "done"
+    read = [str(r) for r in llm.__dict__["read"]]
+    expected = BY_NAME["parallel"] if per_turn == 3 else BY_NAME["repeat"]
+    assert len(runs) == expected.executions
+    assert len(guard.history(session_key="crew-1")) == expected.executions
+    assert sum("WARNING" in r for r in read) == 1
+    assert blocks(events) == expected.blocks

@@ -222,6 +222,28 @@ def test_misuse_is_reported() -> None:
         blocked.result(RESULT)
 
 
+def test_a_missing_session_key_says_how_to_pass_it() -> None:
+    guard, _ = make_guard()
+
+    def read_file(path: str) -> str:
+        return RESULT
+
+    for attempt in (lambda: guard.tool(read_file), lambda: guard.tool()):
+        with pytest.raises(TypeError) as caught:
+            attempt()
+        assert str(caught.value).startswith("guard.tool needs session_key=")
+        assert '@guard.tool(session_key="thread-1")' in str(caught.value)
+    with pytest.raises(TypeError, match=r"not a bare @guard\.tool$"):
+        guard.tool(read_file)
+    with pytest.raises(TypeError, match=r'^guard.call needs session_key=.*session_key="thread-1"'):
+        guard.call(TOOL, dict(ARGS))
+    # Passed, it works as before (None included: "no session", logged, not guarded).
+    assert guard.tool(read_file, session_key=S)(**ARGS) == RESULT
+    with guard.call(TOOL, dict(ARGS), session_key=None) as c:
+        c.result(RESULT)
+    assert c.shown == RESULT
+
+
 def test_cancellation_leaves_the_call_pending() -> None:
     guard, _ = make_guard()
     with pytest.raises(KeyboardInterrupt), call(guard, TOOL, ARGS, session_key=S):

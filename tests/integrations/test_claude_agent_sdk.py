@@ -5,14 +5,27 @@ offline CLI, so ``ScriptedSession`` plays its part: it sends ``PreToolUse``,
 ``PostToolUse`` and ``PostToolUseFailure`` inputs (``session_id``, ``tool_name``,
 ``tool_input``, ``tool_use_id``, ``tool_response`` / ``error``) through the ``HookMatcher``
 lists that ``LoopGuardHooks.matchers()`` builds for ``ClaudeAgentOptions(hooks=...)``.
+The last tests go through the SDK itself (``query()`` and ``ClaudeSDKClient``, with a
+``Transport`` that plays the CLI's side of the control protocol), so the SDK's own hook
+registration, dispatch and answer conversion (``continue_`` to ``continue``) are covered.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from claude_agent_sdk import ClaudeAgentOptions, HookMatcher
+from claude_agent_sdk import (
+    ClaudeAgentOptions,
+    ClaudeSDKClient,
+    HookMatcher,
+    ResultMessage,
+    Transport,
+    query,
+)
 from framework_matrix import (
     BY_NAME,
     FAILURE,
@@ -171,3 +184,203 @@ async def test_a_command_whose_output_changes_is_never_blocked() -> None:
         response = {"stdout": f"{25 - i} failed", "stderr": "", "interrupted": False}
         post = {**call, "hook_event_name": "PostToolUse", "tool_response": response}
         await hooks.post_tool_use(post, f"t{i}", ctx)
+
+
+# --- through the real SDK: query() and ClaudeSDKClient over a transport playing the CLI ------
+
+
+class CliTransport(Transport):
+    """The ``claude`` CLI's side of the SDK's control protocol, offline.
+
+    It answers the SDK's ``initialize`` (which carries the hook callback ids), and for each
+    user message makes ``times`` calls of ``mcp__files__read_file`` with ``args_of(n)``,
+    ``per_turn`` at a time run concurrently (as the CLI runs read-only tools): a
+    ``hook_callback`` control request per hook, the tool, then ``PostToolUse`` (or
+    ``PostToolUseFailure`` when it raised); a ``continue: false`` answer ends the session.
+    ``read`` is what the model read; ``wire`` the hook answers as the CLI received them.
+    """
+
+    def __init__(
+        self,
+        tool: Any,
+        args_of: Any,
+        *,
+        times: int = 40,
+        per_turn: int = 1,
+        session_id: str = "sess-1",
+    ) -> None:
+        self.tool, self.args_of, self.times, self.per_turn = tool, args_of, times, per_turn
+        self.session_id = session_id
+        self.out: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        self.hooks: dict[str, list[str]] = {}
+        self.waiting: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self.read: list[str] = []
+        self.wire: list[dict[str, Any]] = []
+        self.stopped: str | None = None
+        self._requests = 0
+        self._agent: asyncio.Task[None] | None = None
+
+    async def connect(self) -> None:
+        return None
+
+    def is_ready(self) -> bool:
+        return True
+
+    async def end_input(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        if self._agent is not None:
+            self._agent.cancel()
+
+    async def read_messages(self) -> AsyncIterator[dict[str, Any]]:
+        while (message := await self.out.get()) is not None:
+            yield message
+
+    async def write(self, data: str) -> None:
+        for line in data.splitlines():
+            message = json.loads(line)
+            kind = message["type"]
+            if kind == "control_request" and message["request"]["subtype"] == "initialize":
+                for event, matchers in (message["request"].get("hooks") or {}).items():
+                    self.hooks[event] = [i for m in matchers for i in m["hookCallbackIds"]]
+                await self.out.put(self._success(message["request_id"]))
+            elif kind == "control_response":
+                response = message["response"]
+                self.waiting.pop(response["request_id"]).set_result(response)
+            elif kind == "user":
+                self._agent = asyncio.ensure_future(self._run())
+
+    @staticmethod
+    def _success(request_id: str) -> dict[str, Any]:
+        response = {"subtype": "success", "request_id": request_id, "response": {}}
+        return {"type": "control_response", "response": response}
+
+    async def _hook(self, event: str, data: dict[str, Any]) -> dict[str, Any]:
+        answer: dict[str, Any] = {}
+        for callback_id in self.hooks.get(event, []):
+            self._requests += 1
+            request_id = f"cli-{self._requests}"
+            self.waiting[request_id] = asyncio.get_running_loop().create_future()
+            request = {
+                "subtype": "hook_callback",
+                "callback_id": callback_id,
+                "input": {**data, "hook_event_name": event},
+                "tool_use_id": data["tool_use_id"],
+            }
+            await self.out.put(
+                {"type": "control_request", "request_id": request_id, "request": request}
+            )
+            response = await self.waiting[request_id]
+            assert response["subtype"] == "success", response
+            self.wire.append(response["response"])
+            answer.update(response["response"])
+        return answer
+
+    async def _call(self, n: int) -> str:
+        data = {
+            "session_id": self.session_id,
+            "transcript_path": "",
+            "cwd": ".",
+            "tool_name": "mcp__files__read_file",
+            "tool_input": self.args_of(n),
+            "tool_use_id": f"toolu_{n:03d}",
+        }
+        pre = await self._hook("PreToolUse", data)
+        if pre.get("continue") is False:
+            self.stopped = str(pre.get("stopReason"))
+        specific = pre.get("hookSpecificOutput") or {}
+        if specific.get("permissionDecision") == "deny":
+            return str(specific["permissionDecisionReason"])
+        try:
+            result = str(self.tool(**data["tool_input"]))
+        except Exception as exc:
+            result = str(exc)
+            post = await self._hook("PostToolUseFailure", {**data, "error": result})
+        else:
+            post = await self._hook("PostToolUse", {**data, "tool_response": result})
+        extra = (post.get("hookSpecificOutput") or {}).get("additionalContext")
+        return result if extra is None else f"{result}\n\n{extra}"
+
+    async def _run(self) -> None:
+        n = 0
+        while n < self.times and self.stopped is None:
+            turn = range(n, min(n + self.per_turn, self.times))
+            self.read.extend(await asyncio.gather(*(self._call(i) for i in turn)))
+            n += len(turn)
+        result = {
+            "type": "result",
+            "subtype": "success",
+            "duration_ms": 1,
+            "duration_api_ms": 1,
+            "is_error": False,
+            "num_turns": n,
+            "session_id": self.session_id,
+            "result": self.stopped or "done",
+        }
+        await self.out.put(result)
+        await self.out.put(None)
+
+
+SDK_WARNING = texts.GENERIC_WARNING.format(tool="mcp__files__read_file", count=10)
+SDK_CRITICAL = texts.GENERIC_CRITICAL.format(tool="mcp__files__read_file", count=20)
+
+
+async def run_through_the_sdk(
+    hooks: LoopGuardHooks, cli: CliTransport, *, client: bool = False
+) -> list[Any]:
+    options = ClaudeAgentOptions(hooks=hooks.matchers())
+    if not client:
+        return [
+            m async for m in query(prompt="Summarise notes.txt", options=options, transport=cli)
+        ]
+    async with ClaudeSDKClient(options=options, transport=cli) as sdk:
+        await sdk.query("Summarise notes.txt")
+        return [m async for m in sdk.receive_response()]
+
+
+@pytest.mark.parametrize("client", [False, True], ids=["query", "ClaudeSDKClient"])
+async def test_a_loop_through_the_real_sdk_is_warned_then_denied(client: bool) -> None:
+    runs: list[str] = []
+    guard = LoopGuard({"enabled": True})
+    cli = CliTransport(lambda path: runs.append(path) or "the notes", lambda n: {"path": "n.txt"})
+    messages = await run_through_the_sdk(LoopGuardHooks(guard), cli, client=client)
+    assert isinstance(messages[-1], ResultMessage) and messages[-1].result == "done"
+    assert len(runs) == 20 and len(cli.read) == 40
+    assert cli.read[10] == f"the notes\n\n{SDK_WARNING}"  # the model reads it with the 11th
+    assert all("WARNING" not in r for r in cli.read[:10])
+    assert cli.read[20:] == [SDK_CRITICAL] * 20
+    assert len(guard.history(session_key="sess-1")) == 20
+
+
+async def test_a_healthy_run_through_the_real_sdk_is_never_denied() -> None:
+    guard = LoopGuard({"enabled": True})
+    cli = CliTransport(lambda path: f"contents of {path}", lambda n: {"path": f"f{n}.txt"})
+    await run_through_the_sdk(LoopGuardHooks(guard), cli)
+    assert cli.read == [f"contents of f{n}.txt" for n in range(40)]
+    assert all(answer == {} for answer in cli.wire)
+
+
+async def test_concurrent_calls_through_the_real_sdk_lose_no_record() -> None:
+    guard = LoopGuard({"enabled": True})
+    cli = CliTransport(lambda path: "ok", lambda n: {"path": f"f{n}"}, times=12, per_turn=4)
+    await run_through_the_sdk(LoopGuardHooks(guard), cli)
+    history = guard.history(session_key="sess-1")
+    assert sorted(str(r.tool_call_id) for r in history) == [f"toolu_{n:03d}" for n in range(12)]
+    assert all(r.result_hash is not None for r in history)  # every outcome recorded
+
+
+async def test_end_run_through_the_real_sdk_reaches_the_cli_as_continue_false() -> None:
+    def failing(path: str) -> str:
+        raise OSError("disk gone")
+
+    guard = LoopGuard({"enabled": True})
+    cli = CliTransport(failing, lambda n: {"path": "n.txt"})
+    messages = await run_through_the_sdk(LoopGuardHooks(guard, on_critical="end_run"), cli)
+    # The failures went through PostToolUseFailure, and the 21st call was denied with
+    # "continue": false on the wire (the SDK renames the hook's continue_).
+    critical = SDK_CRITICAL
+    assert cli.read[:20] == ["disk gone"] * 10 + [f"disk gone\n\n{SDK_WARNING}"] + ["disk gone"] * 9
+    assert cli.read[20:] == [critical] and cli.stopped == critical
+    assert {"continue": False, "stopReason": critical}.items() <= cli.wire[-1].items()
+    assert isinstance(messages[-1], ResultMessage) and messages[-1].result == critical

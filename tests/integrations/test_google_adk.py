@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import pytest
@@ -17,20 +18,30 @@ from framework_matrix import (
     make_guard,
 )
 from google.adk.agents import LlmAgent
+from google.adk.agents.run_config import RunConfig
 from google.adk.apps import App
+from google.adk.models.base_llm import BaseLlm
+from google.adk.models.llm_request import LlmRequest
+from google.adk.models.llm_response import LlmResponse
 from google.adk.plugins.base_plugin import BasePlugin
 from google.adk.runners import InMemoryRunner
+from google.adk.telemetry import tracing as adk_tracing
 from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.tool_context import ToolContext
 from google.genai import types
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from loopwatch import LoopDetectedError
+from loopwatch import LoopDetectedError, LoopGuard
+from loopwatch import messages as texts
 from loopwatch.integrations.google_adk import (
     WARNING_KEY,
     LoopGuardPlugin,
     ScriptedModel,
     loop_error,
 )
+from loopwatch.integrations.otel import OtelListener
 from loopwatch.testing import LoopScript
 
 USER = "user-1"
@@ -261,3 +272,125 @@ async def test_a_guard_tool_function_as_the_tool_is_guarded_once(scenario: Scena
     assert len(guard.history(session_key="s-1")) == scenario.executions
     assert not any(scenario.warning in str(r.get("result")) for r in shown)
     assert sum(WARNING_KEY in r for r in shown) == 1
+
+
+# --- a newcomer's agent: a model of their own (a BaseLlm), the default thresholds ------------
+
+
+class LoopingLlm(BaseLlm):
+    """A model written as ADK documents it: ``generate_content_async`` over the request.
+
+    It calls ``read_file`` once a response, with ``args_of(n)`` for the n-th call, until it
+    has read ``times`` function responses.
+    """
+
+    model: str = "looping"
+    times: int = 40
+    args_of: Any = None
+
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
+        read = [
+            p.function_response
+            for c in llm_request.contents
+            for p in c.parts or ()
+            if p.function_response is not None
+        ]
+        if len(read) >= self.times:
+            part = types.Part(text="done")
+        else:
+            call = types.FunctionCall(name="read_file", args=self.args_of(len(read)))
+            part = types.Part(function_call=call)
+        yield LlmResponse(content=types.Content(role="model", parts=[part]))
+
+
+def newcomer_runner(guard: LoopGuard, args_of: Any, runs: list[str]) -> InMemoryRunner:
+    def read_file(path: str) -> str:
+        """Read a file."""
+        runs.append(path)
+        return "the notes" if path == "notes.txt" else f"contents of {path}"
+
+    agent = LlmAgent(name="reader", model=LoopingLlm(args_of=args_of), tools=[read_file])
+    return InMemoryRunner(app=App(name="app", root_agent=agent, plugins=[LoopGuardPlugin(guard)]))
+
+
+DEFAULT_WARNING = texts.GENERIC_WARNING.format(tool="read_file", count=10)
+DEFAULT_CRITICAL = texts.GENERIC_CRITICAL.format(tool="read_file", count=20)
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_a_model_of_ones_own_is_warned_then_blocked(asynchronous: bool) -> None:
+    guard, runs = LoopGuard({"enabled": True}), []
+    runner = newcomer_runner(guard, lambda n: {"path": "notes.txt"}, runs)
+    config = RunConfig(max_llm_calls=100)
+    if asynchronous:
+
+        async def run() -> list[Any]:
+            await runner.session_service.create_session(
+                app_name="app", user_id=USER, session_id="s"
+            )
+            return [
+                e
+                async for e in runner.run_async(
+                    user_id=USER, session_id="s", new_message=message(), run_config=config
+                )
+            ]
+
+        events = asyncio.run(run())
+    else:
+        runner.session_service.create_session_sync(app_name="app", user_id=USER, session_id="s")
+        events = list(
+            runner.run(user_id=USER, session_id="s", new_message=message(), run_config=config)
+        )
+    shown = responses(events)
+    assert len(runs) == 20 and len(shown) == 40
+    assert shown[10] == {"result": "the notes", WARNING_KEY: DEFAULT_WARNING}
+    assert all(WARNING_KEY not in r for r in shown[:10])
+    assert shown[20:] == [{"error": DEFAULT_CRITICAL}] * 20
+    assert events[-1].content.parts[0].text == "done"
+
+
+async def test_a_healthy_model_of_ones_own_is_never_warned_nor_blocked() -> None:
+    guard, runs = LoopGuard({"enabled": True}), []
+    runner = newcomer_runner(guard, lambda n: {"path": f"f{n}.txt"}, runs)
+    await runner.session_service.create_session(app_name="app", user_id=USER, session_id="s")
+    config = RunConfig(max_llm_calls=100)
+    events = [
+        e
+        async for e in runner.run_async(
+            user_id=USER, session_id="s", new_message=message(), run_config=config
+        )
+    ]
+    assert responses(events) == [{"result": f"contents of f{n}.txt"} for n in range(40)]
+
+
+async def test_the_otel_listener_beside_the_plugin_keeps_blocking_and_uses_adk_spans(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Two layers on one guard: the OpenTelemetry listener and the plugin. Blocking is
+    # unchanged, and the events land on ADK's own "execute_tool" spans (the current span
+    # inside the plugin's callbacks).
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    # ADK's tracer is a ProxyTracer of the global provider: point it at this one.
+    monkeypatch.setattr(adk_tracing.tracer, "_real_tracer", provider.get_tracer("adk"))
+    guard, runs = LoopGuard({"enabled": True}, listeners=[OtelListener()]), []
+    runner = newcomer_runner(guard, lambda n: {"path": "notes.txt"}, runs)
+    await runner.session_service.create_session(app_name="app", user_id=USER, session_id="s")
+    config = RunConfig(max_llm_calls=100)
+    events = [
+        e
+        async for e in runner.run_async(
+            user_id=USER, session_id="s", new_message=message(), run_config=config
+        )
+    ]
+    assert len(runs) == 20
+    assert responses(events)[20:] == [{"error": DEFAULT_CRITICAL}] * 20
+    tool_spans = [s for s in exporter.get_finished_spans() if s.name == "execute_tool read_file"]
+    assert len(tool_spans) == 40
+    found = [[e.name for e in s.events] for s in tool_spans]
+    assert found[10] == ["tool.loop"]  # the emitted warning
+    assert found[20:] == [["tool.loop", "tool.execution.blocked"]] * 20
+    assert found[:10] == [[]] * 10

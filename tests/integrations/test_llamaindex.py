@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -15,11 +16,19 @@ from framework_matrix import (
     check_answers,
     make_guard,
 )
-from llama_index.core.agent.workflow import AgentWorkflow, FunctionAgent
+from llama_index.core.agent.workflow import (
+    AgentWorkflow,
+    FunctionAgent,
+    ReActAgent,
+    ToolCallResult,
+)
+from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallBlock
+from llama_index.core.llms.mock import MockFunctionCallingLLM
 from llama_index.core.tools import FunctionTool
 from workflows import Context
 
-from loopwatch import LoopDetectedError
+from loopwatch import LoopDetectedError, LoopGuard
+from loopwatch import messages as texts
 from loopwatch.integrations.llamaindex import SESSION_STORE_KEY, guard_agent, scripted_llm
 from loopwatch.testing import LoopScript
 
@@ -171,3 +180,117 @@ async def test_a_guard_tool_function_as_the_tool_is_guarded_once(scenario: Scena
     assert blocks(events) == scenario.blocks
     assert len(guard.history(session_key="thread-1")) == scenario.executions
     assert sum(str(scenario.warning) in str(r) for r in read) == 1
+
+
+# --- a newcomer's agents: LlamaIndex's own mock LLM, a ReActAgent, parallel calls ------------
+
+DEFAULT_WARNING = texts.GENERIC_WARNING.format(tool="read_file", count=10)
+DEFAULT_CRITICAL = texts.GENERIC_CRITICAL.format(tool="read_file", count=20)
+
+
+def react_llm(args_of: Any, *, times: int = 40) -> tuple[MockFunctionCallingLLM, list[str]]:
+    """A text-only model in the ReAct format that reads ``times`` observations, and the
+    observations it last read."""
+    seen: list[str] = []
+
+    def respond(messages: Any, **kwargs: Any) -> ChatMessage:
+        texts_read = [str(m.content) for m in messages if m.role == MessageRole.USER]
+        seen[:] = [t.removeprefix("Observation: ") for t in texts_read if t.startswith("Obs")]
+        if len(seen) >= times:
+            answer = "Thought: I can answer without using any more tools.\nAnswer: done"
+            return ChatMessage(role=MessageRole.ASSISTANT, content=answer)
+        call = json.dumps(args_of(len(seen)))
+        text = f"Thought: I need the file.\nAction: read_file\nAction Input: {call}"
+        return ChatMessage(role=MessageRole.ASSISTANT, content=text)
+
+    return MockFunctionCallingLLM(response_generator=respond, is_chat_model=True), seen
+
+
+async def test_a_react_agent_is_warned_then_blocked_with_the_default_thresholds() -> None:
+    runs: list[str] = []
+
+    def read_file(path: str) -> str:
+        """Read a file."""
+        runs.append(path)
+        return "the notes"
+
+    guard = LoopGuard({"enabled": True})
+    llm, seen = react_llm(lambda n: {"path": "notes.txt"})
+    agent = guard_agent(ReActAgent(tools=[read_file], llm=llm), guard)
+    assert str(await agent.run(user_msg="Summarise notes.txt", max_iterations=100)) == "done"
+    assert len(runs) == 20 and len(seen) == 40
+    # The warning is one more text block of the output; ReAct's observation joins the
+    # blocks with a newline.
+    assert seen[10] == f"the notes\n{DEFAULT_WARNING}"
+    assert all("WARNING" not in s for s in seen[:10])
+    assert seen[20:] == [DEFAULT_CRITICAL] * 20
+
+
+async def test_a_healthy_react_agent_is_never_warned_nor_blocked() -> None:
+    guard = LoopGuard({"enabled": True})
+
+    def read_file(path: str) -> str:
+        """Read a file."""
+        return f"contents of {path}"
+
+    llm, seen = react_llm(lambda n: {"path": f"f{n}.txt"})
+    agent = guard_agent(ReActAgent(tools=[read_file], llm=llm), guard)
+    await agent.run(user_msg="Summarise notes.txt", max_iterations=100)
+    assert seen == [f"contents of f{n}.txt" for n in range(40)]
+
+
+def parallel_llm(args_of: Any, *, per_turn: int, turns: int) -> MockFunctionCallingLLM:
+    """LlamaIndex's mock function-calling LLM asking for ``per_turn`` calls a turn."""
+    made = [0]
+
+    def respond(messages: Any, **kwargs: Any) -> ChatMessage:
+        if made[0] >= per_turn * turns:
+            return ChatMessage(role=MessageRole.ASSISTANT, content="done")
+        blocks = []
+        for _ in range(per_turn):
+            made[0] += 1
+            name, n = "read_file", made[0]
+            blocks.append(
+                ToolCallBlock(tool_call_id=f"c{n}", tool_name=name, tool_kwargs=args_of(n))
+            )
+        return ChatMessage(role=MessageRole.ASSISTANT, blocks=blocks)
+
+    return MockFunctionCallingLLM(response_generator=respond, is_chat_model=True)
+
+
+async def test_parallel_calls_of_a_healthy_agent_lose_no_record() -> None:
+    guard = LoopGuard({"enabled": True})
+
+    def read_file(path: str) -> str:
+        """Read a file."""
+        return f"contents of {path}"
+
+    llm = parallel_llm(lambda n: {"path": f"f{n}"}, per_turn=3, turns=9)
+    agent = guard_agent(FunctionAgent(tools=[read_file], llm=llm), guard, session_key="t-1")
+    assert str(await agent.run(user_msg="Summarise", max_iterations=100)) == "done"
+    history = guard.history(session_key="t-1")
+    assert sorted(str(r.tool_call_id) for r in history) == sorted(f"c{n}" for n in range(1, 28))
+    assert all(r.result_hash is not None for r in history)
+
+
+async def test_parallel_identical_calls_are_blocked_as_one_turn() -> None:
+    runs: list[str] = []
+
+    def read_file(path: str) -> str:
+        """Read a file."""
+        runs.append(path)
+        return "the notes"
+
+    guard = LoopGuard({"enabled": True})
+    llm = parallel_llm(lambda n: {"path": "notes.txt"}, per_turn=4, turns=10)
+    agent = guard_agent(FunctionAgent(tools=[read_file], llm=llm), guard, session_key="t-2")
+    outputs = []
+    handler = agent.run(user_msg="Summarise", max_iterations=100)
+    async for event in handler.stream_events():
+        if isinstance(event, ToolCallResult):
+            outputs.append(event.tool_output)
+    assert str(await handler) == "done"
+    # 5 turns ran (20 calls); the 6th turn would pass the threshold: blocked whole.
+    assert len(runs) == 20 and len(outputs) == 40
+    assert all(o.is_error for o in outputs[20:]) and not any(o.is_error for o in outputs[:20])
+    assert sum(DEFAULT_WARNING in str(o.content) for o in outputs) == 1

@@ -21,13 +21,28 @@ from typing import Any
 import pytest
 from integration_support import ARGS, BLOCK_AT, CONFIG, CRITICAL, RESULT, TOOL, WARN_AT, WARNING
 from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
+from mcp.client.stdio import get_default_environment
 
+import loopwatch
 from loopwatch import LoopGuard
+from loopwatch import messages as texts
 from loopwatch.adapter import AdapterOptions
 from loopwatch.integrations import mcp_proxy
 from loopwatch.integrations.mcp_proxy import LOOP_ERROR_CODE, McpLoopProxy
 
 SERVER = pathlib.Path(__file__).with_name("mcp_echo_server.py")
+#: How the proxy is started: its module, or the CLI (``loopwatch mcp-proxy``, as the README).
+PROXY_MODULE = "loopwatch.integrations.mcp_proxy"
+#: The proxy's environment: ``stdio_client`` passes only a few variables (HOME, PATH, ...)
+#: by default, so without this the proxy would import whatever loopwatch is installed, not
+#: the one under test.
+PROXY_ENV = {
+    **get_default_environment(),
+    "PYTHONPATH": os.pathsep.join(
+        [str(pathlib.Path(loopwatch.__file__).resolve().parents[1])]
+        + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
+    ),
+}
 
 
 @pytest.fixture
@@ -39,13 +54,15 @@ def config_file(tmp_path: pathlib.Path) -> pathlib.Path:
 
 @asynccontextmanager
 async def session(
-    *proxy_args: str, proxied: bool = True, errlog: Any = None
+    *proxy_args: str, proxied: bool = True, errlog: Any = None, cli: bool = False
 ) -> AsyncIterator[ClientSession]:
-    """A client session with the test server, through the proxy unless ``proxied=False``."""
+    """A client session with the test server, through the proxy unless ``proxied=False``
+    (started as ``loopwatch mcp-proxy`` with ``cli=True``)."""
     server = [sys.executable, str(SERVER)]
     if proxied:
-        args = ["-m", "loopwatch.integrations.mcp_proxy", *proxy_args, "--", *server]
-        params = StdioServerParameters(command=sys.executable, args=args)
+        start = ["loopwatch", "mcp-proxy"] if cli else [PROXY_MODULE]
+        args = ["-m", *start, *proxy_args, "--", *server]
+        params = StdioServerParameters(command=sys.executable, args=args, env=PROXY_ENV)
     else:
         params = StdioServerParameters(command=server[0], args=server[1:])
     log = errlog if errlog is not None else sys.stderr
@@ -102,6 +119,39 @@ async def test_a_non_looping_sequence_passes_through_unchanged(config_file: path
         through(proxied=False), through("--config", str(config_file))
     )
     assert got == expected
+
+
+def test_the_proxy_runs_the_loopwatch_under_test() -> None:
+    code = "import loopwatch; print(loopwatch.__file__)"
+    run = subprocess.run(
+        [sys.executable, "-c", code], env=PROXY_ENV, capture_output=True, text=True, check=True
+    )
+    assert pathlib.Path(run.stdout.strip()).resolve() == pathlib.Path(loopwatch.__file__).resolve()
+
+
+async def test_the_cli_without_a_config_guards_concurrent_calls() -> None:
+    # As the README starts it (``loopwatch mcp-proxy -- server``; no --config: the default
+    # thresholds, detection on), with a client that sends 4 calls at a time.
+    warning = texts.GENERIC_WARNING.format(tool=TOOL, count=10)
+    critical = texts.GENERIC_CRITICAL.format(tool=TOOL, count=20)
+    answers: list[Any] = []
+    async with session(cli=True) as client:
+        for _ in range(10):
+            turn = [client.call_tool(TOOL, dict(ARGS)) for _ in range(4)]
+            answers += await asyncio.gather(*turn)
+        runs = int(texts_of(await client.call_tool("stats", {}))[0])
+        healthy = await asyncio.gather(
+            *(client.call_tool("echo", {"text": f"message {n}"}) for n in range(40))
+        )
+    blocked = [a for a in answers if a.is_error]
+    assert [texts_of(a) for a in blocked] == [[critical]] * len(blocked)
+    assert runs + len(blocked) == 40  # every call was run or blocked: none lost
+    assert 20 <= runs <= 23  # concurrent calls can run a call or two past the threshold
+    assert all(a.is_error for a in answers[-4:])  # the loop ends blocked
+    warned = [texts_of(a) for a in answers if len(texts_of(a)) == 2]
+    assert warned == [[RESULT, warning]]
+    assert [texts_of(a) for a in healthy] == [[f"message {n}"] for n in range(40)]
+    assert not any(a.is_error for a in healthy)
 
 
 async def test_end_run_answers_with_a_json_rpc_error(config_file: pathlib.Path) -> None:

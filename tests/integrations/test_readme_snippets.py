@@ -23,8 +23,9 @@ from framework_python import SNIPPETS_NOT_RUN
 
 README: Final = Path(__file__).resolve().parents[2] / "README.md"
 SECTION: Final = "## Guarding real agents"
-#: The marker that exempts a block of the section, on the line before it.
-EXEMPT: Final = re.compile(r"<!-- snippet not run: (?P<reason>.+?) -->")
+#: The marker that exempts a block of the section, on the line before it (``not run``, or
+#: ``run by <test module>``: CrewAI's, run by its own tier).
+EXEMPT: Final = re.compile(r"<!-- snippet (?:not run|run by (?P<runner>\S+)): (?P<reason>.+?) -->")
 
 #: Python blocks elsewhere in the README, by section, and why they are not run here.
 EXEMPT_SECTIONS: Final = {
@@ -109,6 +110,15 @@ def test_every_python_block_is_run_or_exempt() -> None:
         "OpenTelemetry",
     } - SNIPPETS_NOT_RUN <= labels
     assert [s.label for s in snippets() if s.section == SECTION and s.exempt] == ["CrewAI"]
+
+
+def test_a_snippet_run_elsewhere_names_a_module_that_runs_it() -> None:
+    runners = EXEMPT.finditer(README.read_text(encoding="utf-8"))
+    named = [m["runner"] for m in runners if m["runner"] is not None]
+    assert named == ["tests/integrations/crewai_tier.py"]
+    for runner in named:
+        module = README.parent / runner
+        assert "README.md" in module.read_text(encoding="utf-8"), runner
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")

@@ -675,16 +675,37 @@ class LoopGuard:
 
     def tool(self, *args: Any, **kwargs: Any) -> Any:
         """``@guard.tool(session_key=...)``: guard every call of a tool function (sync or
-        async); see :func:`loopwatch.adapter.tool`."""
+        async); see :func:`loopwatch.adapter.tool`.
+
+        Raises:
+            TypeError: without ``session_key=`` (saying how to pass it; a bare
+                ``@guard.tool`` too).
+        """
         from loopwatch import adapter
 
+        if "session_key" not in kwargs:
+            bare = len(args) == 1 and callable(args[0])
+            raise TypeError(
+                "guard.tool needs session_key=, the conversation its calls belong to: "
+                '@guard.tool(session_key="thread-1"), or a callable evaluated on every call '
+                "(session_key=current_thread.get)" + (", not a bare @guard.tool" if bare else "")
+            )
         return adapter.tool(self, *args, **kwargs)
 
     def call(self, *args: Any, **kwargs: Any) -> Any:
         """``with guard.call(name, args, session_key=...) as c: ...``: guard one call
-        explicitly; see :func:`loopwatch.adapter.call`."""
+        explicitly; see :func:`loopwatch.adapter.call`.
+
+        Raises:
+            TypeError: without ``session_key=`` (saying how to pass it).
+        """
         from loopwatch import adapter
 
+        if "session_key" not in kwargs:
+            raise TypeError(
+                "guard.call needs session_key=, the conversation the call belongs to: "
+                'with guard.call(name, args, session_key="thread-1") as c: ...'
+            )
         return adapter.call(self, *args, **kwargs)
 
     # --- accessors (SPEC §9.4, see _accessors): never touch or create a session ----------

@@ -2,12 +2,26 @@
 
 ::
 
+    from crewai import Agent, Crew, Task
     from loopwatch import LoopGuard
     from loopwatch.integrations.crewai import LoopGuardToolHooks
 
-    hooks = LoopGuardToolHooks(LoopGuard({"enabled": True})).register()
-    crew.kickoff()
-    hooks.unregister()
+    agent = Agent(role="reader", goal="...", backstory="...", llm="gpt-5-mini", tools=[read_file])
+    crew = Crew(agents=[agent], tasks=[Task(description="...", expected_output="...", agent=agent)])
+    hooks = LoopGuardToolHooks(LoopGuard(profile="adaptive")).register()  # every crew
+    try:
+        result = crew.kickoff()
+    finally:
+        hooks.unregister()
+
+(:class:`ScriptedLLM` plays a model offline: ``Agent(llm=ScriptedLLM(loop_script()))``.)
+
+CrewAI fails a task itself (``ToolExecutionFailedError``) at the 5th identical (tool,
+arguments, result) call of a run, so the reference thresholds (a block at the 21st) are
+never reached by a plain repeat there; the ``adaptive`` profile blocks the 3rd identical
+call in a row, before that limit, and the reference one still catches what the limit
+misses (the same call with changing results, a missing tool called with changing
+arguments).
 
 CrewAI runs its ``before_tool_call`` hooks before every tool call, including calls of tools
 the agent does not have, and its ``after_tool_call`` hooks after every call, including
@@ -20,6 +34,9 @@ blocked ones; a string returned by an after hook replaces what the agent reads. 
 * the after hook records what the agent reads: the tool's result, CrewAI's
   ``Error executing tool: ...`` text as the call's error, and a call of a missing tool
   (``Tool not found``) as a failed call naming the tool; then it appends an emitted warning.
+
+A ``guard.tool`` function used as a tool of the crew, with the same guard and session,
+passes its calls through: each call is guarded and recorded once (by the hooks).
 
 CrewAI runs the native tool calls of one model message in a thread pool, each with its
 own hooks and no call id: the before hook of a message's first call admits all of the
@@ -42,7 +59,9 @@ with the other extras (``loopwatch[crewai]`` is not part of ``loopwatch[all]``).
 
 from __future__ import annotations
 
+import contextvars
 import json
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -69,7 +88,11 @@ from loopwatch.adapter import (
 from loopwatch.adapter import unknown_tool_error as _unknown_tool_error
 from loopwatch.errors import LoopDetectedError
 from loopwatch.guard import LoopGuard
-from loopwatch.integrations._shared import check_adapter_arguments
+from loopwatch.integrations._shared import (
+    check_adapter_arguments,
+    enter_guarding,
+    leave_guarding,
+)
 from loopwatch.testing import LoopScript
 
 #: A session key or run id: fixed, or computed from the hook context.
@@ -81,6 +104,14 @@ TOOL_ERROR_PREFIX: Final = "Error executing tool:"
 TOOL_NOT_FOUND: Final = "Tool not found"
 #: How many admitted model messages are remembered (one per agent running at once).
 MAX_TURNS: Final = 64
+#: Logged when ``end_run`` stops a session's next model call.
+END_RUN_LOG: Final = (
+    "loopwatch: stopped the next model call of session {session} after a critical loop "
+    "(on_critical end_run); CrewAI raises LLMCallBlockedError, the LoopDetectedError is "
+    "LoopGuardToolHooks.loop_error"
+)
+
+logger = logging.getLogger("loopwatch.tools")
 
 
 class LoopGuardToolHooks:
@@ -115,6 +146,7 @@ class LoopGuardToolHooks:
         self.options = AdapterOptions(warn_model=warn_model, on_critical=on_critical)
         self.loop_error: LoopDetectedError | None = None
         self._pending: dict[int, ToolCall] = {}
+        self._marks: dict[int, contextvars.Token[Any]] = {}
         self._stopped: set[object] = set()
         self._admissions = Admissions()
         # The assistant messages whose calls were admitted (held, so their ids stay
@@ -193,7 +225,8 @@ class LoopGuardToolHooks:
         ids = self._admit_turn(context)
         call_id = ids.take(name, args) if ids is not None else None
         tc = self._admissions.take(self._call(context, name, args, call_id))
-        self._pending[id(context.tool_input)] = tc
+        key = id(context.tool_input)
+        self._pending[key] = tc
         try:
             tc.start()
         except LoopDetectedError as exc:
@@ -202,11 +235,24 @@ class LoopGuardToolHooks:
             self.loop_error = exc
             self._stopped.add(self._session(context))
             return False
-        return False if tc.blocked else None
+        if tc.blocked:
+            return False
+        if not tc.passthrough:
+            # CrewAI runs the tool right after its before hooks, in the same context (a
+            # copy of it per call for a message's parallel calls), and the after hooks
+            # next: a guard.tool function used as the tool then passes the call through
+            # instead of guarding and recording it a second time (two records a call, and
+            # a block at half the threshold).
+            self._marks[key] = enter_guarding(self.guard, tc.session_key)
+        return None
 
     def after_tool_call(self, context: Any) -> str | None:
         """Record what the agent reads; show the blocked message or an emitted warning."""
-        tc = self._pending.pop(id(context.tool_input), None)
+        key = id(context.tool_input)
+        mark = self._marks.pop(key, None)
+        if mark is not None:
+            leave_guarding(mark)
+        tc = self._pending.pop(key, None)
         if tc is None:
             return None
         if tc.blocked:
@@ -228,6 +274,8 @@ class LoopGuardToolHooks:
         session = self._session(context)
         if session in self._stopped:
             self._stopped.discard(session)
+            # CrewAI's error for it (LLMCallBlockedError) does not say why.
+            logger.warning(END_RUN_LOG.format(session=session))
             return False
         return None
 
