@@ -99,6 +99,20 @@ def as_outcome(result: object) -> object:
         return result
 
 
+def content_text(content: object) -> str:
+    """The text parts of a ``content`` list (``{"type": "text", "text": ...}``, as MCP's
+    ``CallToolResult`` and OpenHands' observations hold them), joined by newlines; ``""``
+    when there are none."""
+    parts = content if isinstance(content, list) else []
+    return "\n".join(
+        part["text"]
+        for part in parts
+        if isinstance(part, dict)
+        and part.get("type") == "text"
+        and isinstance(part.get("text"), str)
+    )
+
+
 # --- Gemini CLI's shell text --------------------------------------------------------------
 
 #: The fields ``run_shell_command`` ends its text with (google-gemini/gemini-cli
@@ -196,6 +210,7 @@ __all__ = [
     "VOLATILE_RESULT_KEYS",
     "as_outcome",
     "codex_refusal",
+    "content_text",
     "gemini_shell_text",
     "is_openclaw_shaped",
 ]

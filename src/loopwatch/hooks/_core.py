@@ -371,20 +371,6 @@ def _process(
 # --- payload helpers for the agent modules ------------------------------------------------
 
 
-def content_text(content: object) -> str:
-    """The text parts of a ``content`` list (``{"type": "text", "text": ...}``, as MCP's
-    ``CallToolResult`` and OpenHands' observations hold them), joined by newlines; ``""``
-    when there are none."""
-    parts = content if isinstance(content, list) else []
-    return "\n".join(
-        part["text"]
-        for part in parts
-        if isinstance(part, dict)
-        and part.get("type") == "text"
-        and isinstance(part.get("text"), str)
-    )
-
-
 def text(payload: dict[str, Any], *keys: str) -> str | None:
     """The first of ``keys`` whose value is a non-empty string."""
     for key in keys:
@@ -404,7 +390,6 @@ __all__ = [
     "MemoryNotes",
     "NoteBook",
     "Outcome",
-    "content_text",
     "notes_for",
     "process",
     "text",

@@ -32,10 +32,9 @@ from loopwatch.hooks._core import (
     HookEvent,
     HookResult,
     Outcome,
-    content_text,
     text,
 )
-from loopwatch.host_outcome import codex_refusal
+from loopwatch.host_outcome import codex_refusal, content_text
 
 AGENT: Final = "codex"
 #: turn_id comes with every event today; releases whose PreToolUse had none (the

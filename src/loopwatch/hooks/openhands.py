@@ -32,10 +32,9 @@ from loopwatch.hooks._core import (
     HookEvent,
     HookResult,
     Outcome,
-    content_text,
     text,
 )
-from loopwatch.host_outcome import as_outcome
+from loopwatch.host_outcome import as_outcome, content_text
 
 AGENT: Final = "openhands"
 #: No turn id at all: the conversation is the run.

@@ -61,6 +61,7 @@ from loopwatch.config.resolve import resolve_config
 from loopwatch.detectors.compaction import PostCompactionLoopPersistedError
 from loopwatch.errors import ConfigError, LoopDetectedError
 from loopwatch.guard import LoopGuard
+from loopwatch.host_outcome import content_text
 from loopwatch.integrations._shared import check_adapter_arguments
 from loopwatch.messages import (
     MCP_LOG_DETECTION_OFF,
@@ -91,19 +92,6 @@ def _dump(message: object) -> bytes:
     except UnicodeEncodeError:
         data = json.dumps(message, ensure_ascii=True, separators=(",", ":")).encode("ascii")
     return data + b"\n"
-
-
-def _text_of(content: object) -> str:
-    """The text parts of an MCP content list, joined as the model reads them."""
-    if not isinstance(content, list):
-        return ""
-    return "\n".join(
-        part["text"]
-        for part in content
-        if isinstance(part, dict)
-        and part.get("type") == "text"
-        and isinstance(part.get("text"), str)
-    )
 
 
 def _request_id(rid: object) -> object:
@@ -312,7 +300,7 @@ class McpLoopProxy:
             text = str(error.get("message", "")) if isinstance(error, dict) else str(error)
             tc.error(self._failure(tc.tool_name, text))
         elif isinstance(result, dict) and result.get("isError") is True:
-            tc.error(self._failure(tc.tool_name, _text_of(result.get("content"))))
+            tc.error(self._failure(tc.tool_name, content_text(result.get("content"))))
         else:
             tc.outcome(Outcome(result=result))
         try:
