@@ -35,6 +35,23 @@ MSG_MISSING_KEY: Final = "required key missing"
 MSG_EXPECTED_PROFILE: Final = 'expected "reference" or "adaptive"'
 #: A warning of ``config check``, not an issue: OpenClaw keeps the last of duplicated keys.
 MSG_SHADOWED_KEY: Final = "duplicate key: the last value wins, an earlier block is ignored"
+#: Warnings, not issues: valid adaptive settings that the chosen profile does not use. The
+#: block is validated all the same, so it is ready the day the profile is switched.
+MSG_ADAPTIVE_UNUSED_UNSET: Final = (
+    'not used: loopwatch.profile is not set, so the "reference" profile runs and ignores '
+    'these settings; set loopwatch.profile: "adaptive" to use them (loopwatch hook, whose '
+    "default profile is adaptive, uses them)"
+)
+MSG_ADAPTIVE_UNUSED_REFERENCE: Final = (
+    'not used: loopwatch.profile is "reference"; set it to "adaptive" to use these settings'
+)
+MSG_ADAPTIVE_UNUSED_CHOSEN: Final = (
+    'not used: the "reference" profile was chosen (a profile argument or --profile); '
+    'choose "adaptive" to use these settings'
+)
+MSG_ADAPTIVE_UNUSED_ARGUMENT: Final = (
+    'not used: the profile is "reference"; pass profile="adaptive" to use these settings'
+)
 MSG_WARNING_NOT_BELOW_CRITICAL: Final = (
     "tools.loopDetection.warningThreshold must be lower than criticalThreshold."
 )

@@ -14,7 +14,7 @@ import stat
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from loopwatch.config.openclaw import validate_whole
+from loopwatch.config.openclaw import unused_adaptive_warning, validate_whole
 from loopwatch.errors import ConfigError, ConfigIssue
 
 _JSON5_POSITION: Final = re.compile(r"^<string>:(\d+) (.*) at column (\d+)$", re.DOTALL)
@@ -79,14 +79,16 @@ def _read_config_bytes(path: str | os.PathLike[str]) -> bytes:
 
 def config_warnings(path: str | os.PathLike[str]) -> tuple[ConfigIssue, ...]:
     """What a valid file silently loses: duplicated keys on the way to a block (a second
-    ``tools``, ``agents``, ``loopwatch``, ``loopDetection``), whose earlier value is ignored.
+    ``tools``, ``agents``, ``loopwatch``, ``loopDetection``), whose earlier value is ignored,
+    and a ``loopwatch.adaptive`` block the file's profile (``reference``) does not use.
 
     Raises:
         ConfigError: as :func:`load_config_file`.
     """
     shadowed: list[ConfigIssue] = []
-    _load(path, shadowed)
-    return tuple(shadowed)
+    config = _load(path, shadowed)
+    unused = unused_adaptive_warning(config)
+    return (*shadowed, unused) if unused is not None else tuple(shadowed)
 
 
 def load_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:

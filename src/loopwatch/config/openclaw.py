@@ -13,6 +13,9 @@ from typing import Any, Final
 
 from loopwatch.config._schema import (
     LOOPWATCH_BLOCK_KEYS,
+    MSG_ADAPTIVE_UNUSED_CHOSEN,
+    MSG_ADAPTIVE_UNUSED_REFERENCE,
+    MSG_ADAPTIVE_UNUSED_UNSET,
     MSG_DUPLICATE_KEY,
     MSG_EXPECTED_LIST,
     MSG_EXPECTED_OBJECT,
@@ -237,3 +240,35 @@ def profile_of_openclaw_config(config: Mapping[str, Any]) -> Profile:
     if isinstance(value, str) and value == "adaptive":
         return "adaptive"
     return "reference"
+
+
+def unused_adaptive_warning(
+    config: Mapping[str, Any], chosen: str | None = None
+) -> ConfigIssue | None:
+    """The warning for a ``loopwatch.adaptive`` block that the profile which runs ignores.
+
+    The block is valid (it was validated with the rest), but only the ``adaptive`` profile
+    reads it: under ``reference`` it would otherwise be dropped without a word.
+
+    Args:
+        config: a whole config, already validated.
+        chosen: the profile chosen over ``loopwatch.profile`` (an argument, ``--profile``),
+            or ``None`` when the config's own applies.
+
+    Returns:
+        A warning at path ``loopwatch.adaptive`` saying how to enable the settings, or
+        ``None`` when there is no such block or the adaptive profile runs.
+    """
+    block = config.get("loopwatch") if isinstance(config, Mapping) else None
+    if not isinstance(block, Mapping) or "adaptive" not in block:
+        return None
+    running = chosen if chosen is not None else profile_of_openclaw_config(config)
+    if running != "reference":
+        return None
+    if chosen is not None:
+        message = MSG_ADAPTIVE_UNUSED_CHOSEN
+    elif block.get("profile") == "reference":
+        message = MSG_ADAPTIVE_UNUSED_REFERENCE
+    else:
+        message = MSG_ADAPTIVE_UNUSED_UNSET
+    return ConfigIssue("loopwatch.adaptive", message)
