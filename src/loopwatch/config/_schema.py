@@ -32,6 +32,17 @@ MSG_EXPECTED_OBJECT: Final = "expected an object"
 MSG_EXPECTED_LIST: Final = "expected a list"
 MSG_EXPECTED_STRING: Final = "expected a string"
 MSG_MISSING_KEY: Final = "required key missing"
+#: OpenClaw's ``agents.defaults`` is a strict object without ``tools`` (2026.6.10): it
+#: refuses the whole config, so loopwatch does too rather than ignore the block.
+MSG_DEFAULTS_TOOLS: Final = (
+    "unknown key: OpenClaw's agents.defaults has no tools; put loopDetection in "
+    "tools.loopDetection (every agent) or agents.list[].tools.loopDetection (one agent)"
+)
+#: A ``$include`` left in a mapping handed over as it is (files resolve theirs when loaded).
+MSG_UNRESOLVED_INCLUDE: Final = (
+    "not resolved: $include is read when a config file is loaded (load_config_file, "
+    "--config); a config passed as a mapping must have its includes merged already"
+)
 MSG_EXPECTED_PROFILE: Final = 'expected "reference" or "adaptive"'
 #: A warning of ``config check``, not an issue: OpenClaw keeps the last of duplicated keys.
 MSG_SHADOWED_KEY: Final = "duplicate key: the last value wins, an earlier block is ignored"

@@ -16,6 +16,7 @@ from loopwatch.config._schema import (
     MSG_ADAPTIVE_UNUSED_CHOSEN,
     MSG_ADAPTIVE_UNUSED_REFERENCE,
     MSG_ADAPTIVE_UNUSED_UNSET,
+    MSG_DEFAULTS_TOOLS,
     MSG_DUPLICATE_KEY,
     MSG_EXPECTED_LIST,
     MSG_EXPECTED_OBJECT,
@@ -23,6 +24,7 @@ from loopwatch.config._schema import (
     MSG_MISSING_KEY,
     MSG_SHADOWED_KEY,
     MSG_UNKNOWN_KEY,
+    MSG_UNRESOLVED_INCLUDE,
     Profile,
 )
 from loopwatch.config._strict import (
@@ -89,6 +91,13 @@ def _duplicated_keys(
             seen.add(key)
 
 
+def _unresolved_include(value: object, path: str, issues: list[ConfigIssue]) -> None:
+    """A ``$include`` on the way to a block: a file's are merged when it is loaded, so one
+    left here came in a mapping, and would silently hide the blocks it holds."""
+    if isinstance(value, Mapping) and "$include" in value:
+        issues.append(ConfigIssue(join_path(path, "$include"), MSG_UNRESOLVED_INCLUDE))
+
+
 _TOP_KEYS_CHECKED: Final = frozenset({"tools", "agents", "loopwatch"})
 _TOOLS_KEYS_CHECKED: Final = frozenset({"loopDetection"})
 _AGENTS_KEYS_CHECKED: Final = frozenset({"list"})
@@ -104,6 +113,7 @@ def _validate_tools(
 ) -> None:
     if isinstance(value, Mapping):
         _duplicated_keys(value, _TOOLS_KEYS_CHECKED, path, shadowed, dups)
+    _unresolved_include(value, path, issues)
     if not isinstance(value, Mapping):
         issues.append(ConfigIssue(path, MSG_EXPECTED_OBJECT))
     elif "loopDetection" in value:
@@ -117,6 +127,10 @@ def _validate_agents(
         issues.append(ConfigIssue("agents", MSG_EXPECTED_OBJECT))
         return
     _duplicated_keys(value, _AGENTS_KEYS_CHECKED, "agents", shadowed, dups)
+    _unresolved_include(value, "agents", issues)
+    defaults = value.get("defaults")
+    if isinstance(defaults, Mapping) and "tools" in defaults:
+        issues.append(ConfigIssue("agents.defaults.tools", MSG_DEFAULTS_TOOLS))
     if "list" not in value:
         return
     entries = value["list"]
@@ -129,6 +143,7 @@ def _validate_agents(
             issues.append(ConfigIssue(path, MSG_EXPECTED_OBJECT))
             continue
         _duplicated_keys(entry, _AGENT_KEYS_CHECKED, path, shadowed, dups)
+        _unresolved_include(entry, path, issues)
         for key, item in entry.items():
             if key == "id" and not isinstance(item, str):
                 issues.append(ConfigIssue(f"{path}.id", MSG_EXPECTED_STRING))
@@ -156,6 +171,7 @@ def validate_whole(
         issues.append(ConfigIssue("", MSG_EXPECTED_OBJECT))
         return
     _duplicated_keys(config, _TOP_KEYS_CHECKED, "", shadowed, dups)
+    _unresolved_include(config, "", issues)
     # Outside the validated subtrees the last duplicate wins, so the plain items are read.
     for key, value in config.items():
         if key == "tools":
