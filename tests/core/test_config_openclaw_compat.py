@@ -651,3 +651,82 @@ def test_a_loopwatch_file_can_include_the_openclaw_file_it_extends(tmp_path: Pat
     settings = GuardSettings.resolve(config_file=path)
     assert settings.profile == "adaptive" and settings.warnings == ()
     assert settings.block_for("a")[0] == {"enabled": True}
+
+
+# --- 7. one way to read a config file, whoever reads it ----------------------------------------
+
+WHOLE = """{
+  tools: { loopDetection: { warningThreshold: 6, criticalThreshold: 9 } },
+  agents: { list: [ { id: "a", tools: { loopDetection: { historySize: 12 } } } ] },
+  loopwatch: { %s adaptive: { repeatedFailure: { warn: 2, block: 4 }, mutatingTools: ["book"] } },
+}"""
+
+
+def _readers(path: Path, agent: str | None) -> dict[str, GuardSettings]:
+    """The settings each entry point builds from one ``--config`` file."""
+    from loopwatch.cli._scan import load_setup
+    from loopwatch.hooks import default_guard
+    from loopwatch.integrations import mcp_proxy
+
+    args = ["--config", str(path)] + (["--agent", agent] if agent else [])
+    proxy_args = mcp_proxy._parser().parse_args(args)
+    return {
+        "GuardSettings.resolve": GuardSettings.resolve(config_file=path),
+        "LoopGuard(openclaw_config)": LoopGuard(openclaw_config=load_config_file(path)).settings,
+        "scan --config": load_setup(str(path), agent, None).settings.guard_settings(),
+        "mcp-proxy --config": mcp_proxy._guard(proxy_args).settings,
+        # The hooks' own default (adaptive when the file names none) aside, the same.
+        "hook --config": default_guard("memory://", str(path)).settings,
+    }
+
+
+@pytest.mark.parametrize("profile_line", ['profile: "adaptive",', 'profile: "reference",'])
+@pytest.mark.parametrize("agent", [None, "a"])
+def test_every_entry_point_reads_a_file_the_same_way(
+    tmp_path: Path, profile_line: str, agent: str | None
+) -> None:
+    path = _write(tmp_path, WHOLE % profile_line)
+    seen = {
+        name: (
+            settings.profile,
+            settings.adaptive,
+            settings.block_for(agent),
+            [(w.path, w.message) for w in settings.warnings],
+        )
+        for name, settings in _readers(path, agent).items()
+    }
+    first = next(iter(seen.values()))
+    assert all(value == first for value in seen.values()), seen
+    profile, adaptive, (_block, resolved), _warnings = first
+    assert profile == ("adaptive" if "adaptive" in profile_line else "reference")
+    if profile == "adaptive":
+        assert adaptive is not None and adaptive.repeated_failure.block == 4
+        assert resolved.enabled is True  # the adaptive profile is its own opt-in
+    assert resolved.history_size == (12 if agent else 30)
+
+
+def test_the_hooks_default_profile_uses_a_files_adaptive_block(tmp_path: Path) -> None:
+    from loopwatch.hooks import default_guard
+
+    path = _write(tmp_path, WHOLE % "")
+    settings = default_guard("memory://", str(path)).settings
+    assert settings.profile == "adaptive" and settings.warnings == ()
+    assert settings.adaptive is not None and settings.adaptive.repeated_failure.warn == 2
+    # Everywhere else the default profile is reference, and the block is reported unused.
+    assert GuardSettings.resolve(config_file=path).warnings[0].message == MSG_ADAPTIVE_UNUSED_UNSET
+
+
+def test_mcp_proxy_no_longer_calls_an_adaptive_file_detection_off(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from loopwatch.integrations import mcp_proxy
+
+    path = _write(tmp_path, WHOLE % 'profile: "adaptive",')
+    with caplog.at_level(logging.WARNING):
+        guard = mcp_proxy._guard(mcp_proxy._parser().parse_args(["--config", str(path)]))
+    assert guard.profile == "adaptive"
+    assert not [r for r in caplog.records if "detection is off" in r.getMessage()]
+    off = _write(tmp_path, "{tools: {loopDetection: {warningThreshold: 5}}}", "off.json5")
+    with caplog.at_level(logging.WARNING):
+        mcp_proxy._guard(mcp_proxy._parser().parse_args(["--config", str(off)]))
+    assert [r for r in caplog.records if "detection is off" in r.getMessage()]

@@ -242,6 +242,24 @@ def _agent_parts(entry: object) -> object:
     return kept
 
 
+def named_profile(config: Mapping[str, Any]) -> Profile | None:
+    """The ``loopwatch.profile`` a whole config names, or ``None`` when it names none.
+
+    For callers whose default profile is not ``reference`` (``loopwatch hook``).
+
+    Args:
+        config: a whole config (normally already validated).
+
+    Returns:
+        The profile named, or ``None`` when it is absent or not a profile's name.
+    """
+    block = config.get("loopwatch") if isinstance(config, Mapping) else None
+    value = block.get("profile") if isinstance(block, Mapping) else None
+    if isinstance(value, str) and value in ("reference", "adaptive"):
+        return "adaptive" if value == "adaptive" else "reference"
+    return None
+
+
 def profile_of_openclaw_config(config: Mapping[str, Any]) -> Profile:
     """The ``loopwatch.profile`` of a whole config, ``"reference"`` when absent or invalid.
 
@@ -251,11 +269,7 @@ def profile_of_openclaw_config(config: Mapping[str, Any]) -> Profile:
     Returns:
         The profile.
     """
-    block = config.get("loopwatch") if isinstance(config, Mapping) else None
-    value = block.get("profile") if isinstance(block, Mapping) else None
-    if isinstance(value, str) and value == "adaptive":
-        return "adaptive"
-    return "reference"
+    return named_profile(config) or "reference"
 
 
 def unused_adaptive_warning(
