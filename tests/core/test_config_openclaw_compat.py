@@ -11,17 +11,19 @@ load time whose issues name the field path.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from pathlib import Path
 
 import pytest
 
-from loopwatch import ConfigError, LoopGuard
+from loopwatch import ConfigError, LoopDetectionConfig, LoopGuard
 from loopwatch.cli import main
 from loopwatch.config import config_warnings, load_config_file
 from loopwatch.config._expand import substitute_env
 from loopwatch.config._schema import (
+    MSG_ADAPTIVE_NOT_CARRIED,
     MSG_ADAPTIVE_UNUSED_ARGUMENT,
     MSG_ADAPTIVE_UNUSED_CHOSEN,
     MSG_ADAPTIVE_UNUSED_REFERENCE,
@@ -730,3 +732,41 @@ def test_mcp_proxy_no_longer_calls_an_adaptive_file_detection_off(
     with caplog.at_level(logging.WARNING):
         mcp_proxy._guard(mcp_proxy._parser().parse_args(["--config", str(off)]))
     assert [r for r in caplog.records if "detection is off" in r.getMessage()]
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "effective"),
+    [
+        ("{loopwatch: {profile: 'adaptive'}}", "detection: on (the adaptive profile", True),
+        (
+            "{tools: {loopDetection: {enabled: false}}, loopwatch: {profile: 'adaptive'}}",
+            "detection: off (enabled is false)",
+            False,
+        ),
+        ("{}", "detection: off (enabled is not true)", False),
+    ],
+)
+def test_config_check_says_what_a_guard_on_the_file_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, line: str, effective: bool
+) -> None:
+    path = _write(tmp_path, text)
+    assert main(["config", "check", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert line in out
+    assert GuardSettings.resolve(config_file=path).block_for()[1].enabled is effective
+    assert main(["config", "check", "--json", str(path)]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["enabled"] is effective
+    enabled_row = next(r for r in document["settings"] if r["path"] == "enabled")
+    assert enabled_row["effective"] is effective
+
+
+def test_from_file_says_it_leaves_the_adaptive_settings_behind(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = _write(tmp_path, WHOLE % 'profile: "adaptive",')
+    with caplog.at_level(logging.WARNING, logger="loopwatch.config"):
+        block = LoopDetectionConfig.from_file(path)
+    assert block.profile == "adaptive" and block.warning_threshold == 6
+    messages = [r.getMessage() for r in caplog.records if r.name == "loopwatch.config"]
+    assert messages == [MSG_ADAPTIVE_NOT_CARRIED.format(path=str(path))]

@@ -32,6 +32,12 @@ MSG_EXPECTED_OBJECT: Final = "expected an object"
 MSG_EXPECTED_LIST: Final = "expected a list"
 MSG_EXPECTED_STRING: Final = "expected a string"
 MSG_MISSING_KEY: Final = "required key missing"
+#: Logged by ``LoopDetectionConfig.from_file``: a block object has no room for them.
+MSG_ADAPTIVE_NOT_CARRIED: Final = (
+    "loopwatch.adaptive in {path}: not carried by LoopDetectionConfig.from_file (one "
+    "tools.loopDetection block); read the file with LoopGuard(openclaw_config="
+    "load_config_file(path)) or GuardSettings.resolve(config_file=path) to use it"
+)
 #: OpenClaw's ``agents.defaults`` is a strict object without ``tools`` (2026.6.10): it
 #: refuses the whole config, so loopwatch does too rather than ignore the block.
 MSG_DEFAULTS_TOOLS: Final = (
