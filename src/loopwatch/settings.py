@@ -11,7 +11,9 @@ the CLI, ``scan`` and the guard the same answer without building a guard:
 * an explicit ``profile`` / ``adaptive`` argument wins over the config's own;
 * a ``LoopDetectionConfig``'s ``profile`` comes next, then ``loopwatch.profile``;
 * the default profile is ``reference``; a profile that is its own opt-in (``adaptive``)
-  runs detection unless the block says ``enabled: false`` explicitly.
+  runs detection unless the block says ``enabled: false`` explicitly;
+* adaptive settings under the ``reference`` profile are validated but not used, and say so:
+  :attr:`GuardSettings.warnings` names them, and a guard logs it when it is built.
 """
 
 from __future__ import annotations
@@ -24,16 +26,19 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final
 
 from loopwatch.config import PROFILES, Profile
+from loopwatch.config._schema import MSG_ADAPTIVE_UNUSED_ARGUMENT
 from loopwatch.config.block import LoopDetectionConfig
 from loopwatch.config.files import load_config_file
 from loopwatch.config.merge import merge_agent_config
 from loopwatch.config.openclaw import (
     loopwatch_parts,
     profile_of_openclaw_config,
+    unused_adaptive_warning,
     validate_openclaw_config,
 )
 from loopwatch.config.resolve import ResolvedConfig, resolve_config
 from loopwatch.core.naming import plain_str
+from loopwatch.errors import ConfigIssue
 
 if TYPE_CHECKING:
     from loopwatch.detectors.adaptive import AdaptiveConfig
@@ -54,6 +59,8 @@ class GuardSettings:
         adaptive: the adaptive settings (``None`` unless the profile is ``adaptive``).
         detection_by_default: whether the profile is its own opt-in to detection (the
             adaptive one is): detection then runs unless the block says ``enabled: false``.
+        warnings: valid settings that will not be used (adaptive settings under the
+            ``reference`` profile), each at its path with how to use it.
     """
 
     block: Mapping[str, Any] | None
@@ -61,6 +68,7 @@ class GuardSettings:
     profile: str
     adaptive: AdaptiveConfig | None
     detection_by_default: bool = False
+    warnings: tuple[ConfigIssue, ...] = ()
     _cache: OrderedDict[str | None, tuple[dict[str, Any] | None, ResolvedConfig]] = field(
         default_factory=OrderedDict, repr=False, init=False
     )
@@ -133,13 +141,25 @@ class GuardSettings:
         if chosen not in PROFILES:
             raise ValueError(f"profile must be 'reference' or 'adaptive', not {chosen!r}")
         settings = None
+        warnings: tuple[ConfigIssue, ...] = ()
         if chosen == "adaptive":
             settings = _adaptive_settings(adaptive, whole)
         elif adaptive is not None:
             # Not used by this profile, but validated all the same: a wrong block must not
             # wait, unnoticed, for the day the profile is switched.
             _adaptive_settings(adaptive, None)
-        return cls(block, whole, chosen, settings, detection_by_default=chosen == "adaptive")
+            warnings = (ConfigIssue("adaptive", MSG_ADAPTIVE_UNUSED_ARGUMENT),)
+        elif whole is not None:
+            unused = unused_adaptive_warning(whole, profile)
+            warnings = () if unused is None else (unused,)
+        return cls(
+            block,
+            whole,
+            chosen,
+            settings,
+            detection_by_default=chosen == "adaptive",
+            warnings=warnings,
+        )
 
     def block_for(self, agent_id: object = None) -> tuple[dict[str, Any] | None, ResolvedConfig]:
         """The merged block of a call's agent and its resolved config (SPEC §5.1, §7.3).

@@ -17,8 +17,9 @@ from loopwatch.config import CONFIG_FIELDS, ConfigField
 from loopwatch.config.files import config_warnings, load_config_file
 from loopwatch.config.merge import merge_agent_config, normalize_agent_id
 from loopwatch.config.openclaw import profile_of_openclaw_config
-from loopwatch.config.resolve import ResolvedConfig, resolve_config
+from loopwatch.config.resolve import ResolvedConfig
 from loopwatch.errors import ConfigError, ConfigIssue
+from loopwatch.settings import GuardSettings
 
 from ._text import safe_text, table
 
@@ -68,7 +69,9 @@ def settings_report(
     agent_block = (
         merge_agent_config({"agents": config.get("agents")}, agent_id) if agent_id else None
     )
-    resolved = resolve_config(merge_agent_config(config, agent_id))
+    # Resolved as a guard on this file resolves it (GuardSettings): under the adaptive
+    # profile, an unset ``enabled`` runs detection.
+    resolved = GuardSettings.resolve(openclaw_config=config).block_for(agent_id)[1]
     reports: list[SettingReport] = []
     for spec in CONFIG_FIELDS:
         in_agent, agent_value = _lookup(agent_block, spec)
@@ -100,9 +103,16 @@ def render_check(path: str, config: Mapping[str, Any], agent_id: str | None) -> 
             else "it has no tools.loopDetection block: the global block applies"
         )
         lines.append(f"agent: {safe_text(agent_id)} (id {normalized}): {how}")
-    lines.append(f"profile: {profile_of_openclaw_config(config)}")
+    profile = profile_of_openclaw_config(config)
+    lines.append(f"profile: {profile}")
     if not resolved.enabled:
-        lines.append("detection: off (enabled is not true)")
+        lines.append(
+            "detection: off (enabled is false)"
+            if profile == "adaptive"
+            else "detection: off (enabled is not true)"
+        )
+    elif profile == "adaptive" and not _enabled_written(reports):
+        lines.append("detection: on (the adaptive profile runs unless enabled is false)")
     lines.append("")
     rows = []
     for report in reports:
@@ -114,6 +124,10 @@ def render_check(path: str, config: Mapping[str, Any], agent_id: str | None) -> 
     lines += ["", "settings:"]
     lines += [f"  {report.path}: {report.help}" for report in reports]
     return "\n".join(lines) + "\n"
+
+
+def _enabled_written(reports: list[SettingReport]) -> bool:
+    return any(r.path == "enabled" and r.source != "default" for r in reports)
 
 
 def _warnings(path: str) -> tuple[ConfigIssue, ...]:

@@ -19,6 +19,7 @@ from loopwatch.config.merge import merge_agent_config
 from loopwatch.config.resolve import ResolvedConfig
 from loopwatch.core._undefined import UNDEFINED
 from loopwatch.detectors.adaptive import AdaptiveConfig
+from loopwatch.errors import ConfigIssue
 from loopwatch.replay import DEFAULT_SCAN_BLOCK, ReplaySettings, RunReplay, replay_run
 from loopwatch.transcripts import (
     Compaction,
@@ -63,6 +64,8 @@ class ScanSetup:
             ``enabled`` unset counts as on).
         profile: the profile every run is replayed under.
         adaptive: the adaptive profile's settings (``None`` in the reference profile).
+        warnings: settings of the config that are valid but not used (adaptive settings
+            under the reference profile).
     """
 
     settings: ReplaySettings
@@ -72,6 +75,7 @@ class ScanSetup:
     resolved: ResolvedConfig
     profile: Profile = "reference"
     adaptive: AdaptiveConfig | None = None
+    warnings: tuple[ConfigIssue, ...] = ()
 
 
 def load_setup(config_path: str | None, agent_id: str | None, profile: Profile | None) -> ScanSetup:
@@ -108,6 +112,7 @@ def load_setup(config_path: str | None, agent_id: str | None, profile: Profile |
         resolved,
         cast(Profile, resolved_settings.profile),
         resolved_settings.adaptive,
+        resolved_settings.warnings,
     )
 
 
@@ -148,6 +153,7 @@ def describe_setup(setup: ScanSetup) -> list[str]:
                 "note: enabled is not set to true: detection is off, only the "
                 "post-compaction guard can act"
             )
+    lines += [f"warning: {safe_text(str(warning))}" for warning in setup.warnings]
     lines.append("thresholds: " + describe_thresholds(setup.resolved))
     if setup.profile == "adaptive":
         lines.append(

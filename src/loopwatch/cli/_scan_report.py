@@ -268,6 +268,7 @@ def setup_json(setup: ScanSetup) -> dict[str, Any]:
         "agent": setup.agent_id,
         "block": dict(setup.block) if setup.block is not None else None,
         "resolved": dataclasses.asdict(setup.resolved),
+        "warnings": [{"path": w.path, "message": w.message} for w in setup.warnings],
     }
 
 

@@ -16,7 +16,9 @@ One concept a module, bottom to top:
 * ``_strict``: strict validation of one block, with paths and duplicate keys;
 * ``merge``: agent ids and the global + agent merge (SPEC §7.3);
 * ``openclaw``: strict validation of a whole OpenClaw config, and its profile;
-* ``files``: reading a config file (regular files, 2 MiB, JSON then JSON5);
+* ``_expand``: what OpenClaw does to a parsed file before validating it (``$include``,
+  ``${VAR}``);
+* ``files``: reading a config file (regular files, 2 MiB, JSON then JSON5, includes);
 * ``block``: the typed config objects (``LoopDetectionConfig`` and its nested objects);
 * ``resolve``: ``ResolvedConfig`` and ``resolve_config``, the hot path.
 

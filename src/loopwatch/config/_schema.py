@@ -32,9 +32,43 @@ MSG_EXPECTED_OBJECT: Final = "expected an object"
 MSG_EXPECTED_LIST: Final = "expected a list"
 MSG_EXPECTED_STRING: Final = "expected a string"
 MSG_MISSING_KEY: Final = "required key missing"
+#: Logged by ``LoopDetectionConfig.from_file``: a block object has no room for them.
+MSG_ADAPTIVE_NOT_CARRIED: Final = (
+    "loopwatch.adaptive in {path}: not carried by LoopDetectionConfig.from_file (one "
+    "tools.loopDetection block); read the file with LoopGuard(openclaw_config="
+    "load_config_file(path)) or GuardSettings.resolve(config_file=path) to use it"
+)
+#: OpenClaw's ``agents.defaults`` is a strict object without ``tools`` (2026.6.10): it
+#: refuses the whole config, so loopwatch does too rather than ignore the block.
+MSG_DEFAULTS_TOOLS: Final = (
+    "unknown key: OpenClaw's agents.defaults has no tools; put loopDetection in "
+    "tools.loopDetection (every agent) or agents.list[].tools.loopDetection (one agent)"
+)
+#: A ``$include`` left in a mapping handed over as it is (files resolve theirs when loaded).
+MSG_UNRESOLVED_INCLUDE: Final = (
+    "not resolved: $include is read when a config file is loaded (load_config_file, "
+    "--config); a config passed as a mapping must have its includes merged already"
+)
 MSG_EXPECTED_PROFILE: Final = 'expected "reference" or "adaptive"'
 #: A warning of ``config check``, not an issue: OpenClaw keeps the last of duplicated keys.
 MSG_SHADOWED_KEY: Final = "duplicate key: the last value wins, an earlier block is ignored"
+#: Warnings, not issues: valid adaptive settings that the chosen profile does not use. The
+#: block is validated all the same, so it is ready the day the profile is switched.
+MSG_ADAPTIVE_UNUSED_UNSET: Final = (
+    'not used: loopwatch.profile is not set, so the "reference" profile runs and ignores '
+    'these settings; set loopwatch.profile: "adaptive" to use them (loopwatch hook, whose '
+    "default profile is adaptive, uses them)"
+)
+MSG_ADAPTIVE_UNUSED_REFERENCE: Final = (
+    'not used: loopwatch.profile is "reference"; set it to "adaptive" to use these settings'
+)
+MSG_ADAPTIVE_UNUSED_CHOSEN: Final = (
+    'not used: the "reference" profile was chosen (a profile argument or --profile); '
+    'choose "adaptive" to use these settings'
+)
+MSG_ADAPTIVE_UNUSED_ARGUMENT: Final = (
+    'not used: the profile is "reference"; pass profile="adaptive" to use these settings'
+)
 MSG_WARNING_NOT_BELOW_CRITICAL: Final = (
     "tools.loopDetection.warningThreshold must be lower than criticalThreshold."
 )

@@ -6,6 +6,7 @@ an agent block's ``to_mapping()`` never overrides global values it did not set.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
@@ -15,6 +16,7 @@ from loopwatch.config._schema import (
     BLOCK_FIELDS,
     DETECTOR_FIELDS,
     GUARD_FIELDS,
+    MSG_ADAPTIVE_NOT_CARRIED,
     ConfigField,
     Profile,
 )
@@ -30,6 +32,8 @@ from loopwatch.config.files import load_config_file
 from loopwatch.config.merge import merge_agent_config
 from loopwatch.config.openclaw import profile_of_openclaw_config
 from loopwatch.errors import ConfigError, ConfigIssue
+
+logger = logging.getLogger("loopwatch.config")
 
 
 def _validate_attrs(
@@ -206,12 +210,17 @@ class LoopDetectionConfig:
 
         Returns:
             The merged block (every field unset when the file has none), with ``profile`` from
-            the top-level ``loopwatch.profile``.
+            the top-level ``loopwatch.profile``. The file's ``loopwatch.adaptive`` settings
+            have no place in a block: they are left out, and a warning on the
+            ``loopwatch.config`` logger says so.
 
         Raises:
             ConfigError: the file cannot be read or parsed, or any block is invalid.
         """
         config = load_config_file(path)
+        own = config.get("loopwatch")
+        if isinstance(own, Mapping) and "adaptive" in own:
+            logger.warning(MSG_ADAPTIVE_NOT_CARRIED.format(path=os.fspath(path)))
         merged = merge_agent_config(config, agent_id) or {}
         return cls._from_valid(merged, profile_of_openclaw_config(config), cross_checked=False)
 

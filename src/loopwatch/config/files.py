@@ -12,9 +12,10 @@ import os
 import re
 import stat
 from collections.abc import Iterable, Mapping
-from typing import Any, Final
+from typing import Any, Final, cast
 
-from loopwatch.config.openclaw import validate_whole
+from loopwatch.config._expand import resolve_includes, substitute_env
+from loopwatch.config.openclaw import unused_adaptive_warning, validate_whole
 from loopwatch.errors import ConfigError, ConfigIssue
 
 _JSON5_POSITION: Final = re.compile(r"^<string>:(\d+) (.*) at column (\d+)$", re.DOTALL)
@@ -79,14 +80,16 @@ def _read_config_bytes(path: str | os.PathLike[str]) -> bytes:
 
 def config_warnings(path: str | os.PathLike[str]) -> tuple[ConfigIssue, ...]:
     """What a valid file silently loses: duplicated keys on the way to a block (a second
-    ``tools``, ``agents``, ``loopwatch``, ``loopDetection``), whose earlier value is ignored.
+    ``tools``, ``agents``, ``loopwatch``, ``loopDetection``), whose earlier value is ignored,
+    and a ``loopwatch.adaptive`` block the file's profile (``reference``) does not use.
 
     Raises:
         ConfigError: as :func:`load_config_file`.
     """
     shadowed: list[ConfigIssue] = []
-    _load(path, shadowed)
-    return tuple(shadowed)
+    config = _load(path, shadowed)
+    unused = unused_adaptive_warning(config)
+    return (*shadowed, unused) if unused is not None else tuple(shadowed)
 
 
 def load_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -94,7 +97,8 @@ def load_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
 
     Duplicate keys are issues inside the validated subtrees (``tools.loopDetection``,
     ``agents.list[i].tools.loopDetection``, ``loopwatch``); elsewhere the last value wins, as
-    in OpenClaw.
+    in OpenClaw. ``$include`` and ``${VAR}`` are resolved first, as OpenClaw does
+    (:mod:`loopwatch.config._expand`).
 
     Args:
         path: the file (UTF-8; a BOM is ignored; JSON is a subset of JSON5).
@@ -104,49 +108,79 @@ def load_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
 
     Raises:
         ConfigError: the file cannot be read, is not UTF-8, does not parse (one issue with line
-            and column), or fails validation (every issue).
+            and column), an include fails (one issue at its ``$include``), or validation
+            fails (every issue).
     """
     return _load(path, [])
 
 
-def _load(path: str | os.PathLike[str], shadowed: list[ConfigIssue]) -> dict[str, Any]:
-    """:func:`load_config_file`, noting shadowed keys in ``shadowed`` (the caller's list, so
-    concurrent loads never share one)."""
-    raw = _read_config_bytes(path)
+def _decode(raw: bytes, shown: str) -> str:
     try:
-        text = raw.decode("utf-8-sig")
+        return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        message = _one_line(f"{os.fspath(path)!s} is not valid UTF-8 (byte {exc.start})")
+        message = _one_line(f"{shown} is not valid UTF-8 (byte {exc.start})")
         raise ConfigError([ConfigIssue("", message)]) from exc
 
-    duplicates: dict[int, tuple[Mapping[Any, Any], list[tuple[Any, Any]]]] = {}
+
+def _parse(
+    text: str, duplicates: dict[int, tuple[Mapping[Any, Any], list[tuple[Any, Any]]]]
+) -> Any:
+    """Parse JSON5 text, noting the objects that had duplicate keys in ``duplicates``."""
+    found: dict[int, tuple[Mapping[Any, Any], list[tuple[Any, Any]]]] = {}
 
     def keep_pairs(pairs: Iterable[tuple[Any, Any]]) -> dict[Any, Any]:
         items = list(pairs)
         obj = dict(items)
         if len(obj) != len(items):
-            duplicates[id(obj)] = (obj, items)
+            found[id(obj)] = (obj, items)
         return obj
 
     try:
         try:
             # Most configs are plain JSON: the C parser reads them a thousand times faster
             # than the JSON5 one, with the same values and the same duplicate hook.
-            config = json.loads(text, object_pairs_hook=keep_pairs)
+            value = json.loads(text, object_pairs_hook=keep_pairs)
         except ValueError:
-            duplicates.clear()
+            found.clear()
             # Imported here: a hook process with no config file (or a plain JSON one)
             # never pays for it, and ``python -S`` hooks may not see site-packages.
             import json5
 
-            config = json5.loads(text, object_pairs_hook=keep_pairs)
+            value = json5.loads(text, object_pairs_hook=keep_pairs)
     except RecursionError as exc:
         raise ConfigError([ConfigIssue("", "JSON5 nesting too deep")]) from exc
     except ValueError as exc:
         raise ConfigError([_syntax_issue(exc, text)]) from exc
+    duplicates.update(found)
+    return value
+
+
+def _load(path: str | os.PathLike[str], shadowed: list[ConfigIssue]) -> dict[str, Any]:
+    """:func:`load_config_file`, noting warnings (shadowed keys, unset environment variables)
+    in ``shadowed`` (the caller's list, so concurrent loads never share one)."""
+    shown = os.fspath(path)
+    duplicates: dict[int, tuple[Mapping[Any, Any], list[tuple[Any, Any]]]] = {}
+    config = _parse(_decode(_read_config_bytes(path), f"{shown!s}"), duplicates)
+
+    def parse_included(file: str, where: str) -> Any:
+        try:
+            return _parse(_decode(_read_config_bytes(file), file), duplicates)
+        except ConfigError as err:
+            # An included file's problem is reported where its ``$include`` was written.
+            raise ConfigError(
+                [
+                    ConfigIssue(where, _one_line(text if file in text else f"{file}: {text}"))
+                    for text in (str(issue) for issue in err.issues)
+                ]
+            ) from err
+
+    try:
+        config = resolve_includes(config, f"{shown!s}", parse_included)
+        substitute_env(config, shadowed, dups=duplicates)
+    except RecursionError as exc:
+        raise ConfigError([ConfigIssue("", "JSON5 nesting too deep")]) from exc
     issues: list[ConfigIssue] = []
     validate_whole(config, issues, duplicates, shadowed)
     if issues:
         raise ConfigError(issues)
-    result: dict[str, Any] = config
-    return result
+    return cast("dict[str, Any]", config)  # validate_whole refused anything else

@@ -13,6 +13,10 @@ from typing import Any, Final
 
 from loopwatch.config._schema import (
     LOOPWATCH_BLOCK_KEYS,
+    MSG_ADAPTIVE_UNUSED_CHOSEN,
+    MSG_ADAPTIVE_UNUSED_REFERENCE,
+    MSG_ADAPTIVE_UNUSED_UNSET,
+    MSG_DEFAULTS_TOOLS,
     MSG_DUPLICATE_KEY,
     MSG_EXPECTED_LIST,
     MSG_EXPECTED_OBJECT,
@@ -20,6 +24,7 @@ from loopwatch.config._schema import (
     MSG_MISSING_KEY,
     MSG_SHADOWED_KEY,
     MSG_UNKNOWN_KEY,
+    MSG_UNRESOLVED_INCLUDE,
     Profile,
 )
 from loopwatch.config._strict import (
@@ -86,6 +91,13 @@ def _duplicated_keys(
             seen.add(key)
 
 
+def _unresolved_include(value: object, path: str, issues: list[ConfigIssue]) -> None:
+    """A ``$include`` on the way to a block: a file's are merged when it is loaded, so one
+    left here came in a mapping, and would silently hide the blocks it holds."""
+    if isinstance(value, Mapping) and "$include" in value:
+        issues.append(ConfigIssue(join_path(path, "$include"), MSG_UNRESOLVED_INCLUDE))
+
+
 _TOP_KEYS_CHECKED: Final = frozenset({"tools", "agents", "loopwatch"})
 _TOOLS_KEYS_CHECKED: Final = frozenset({"loopDetection"})
 _AGENTS_KEYS_CHECKED: Final = frozenset({"list"})
@@ -101,6 +113,7 @@ def _validate_tools(
 ) -> None:
     if isinstance(value, Mapping):
         _duplicated_keys(value, _TOOLS_KEYS_CHECKED, path, shadowed, dups)
+    _unresolved_include(value, path, issues)
     if not isinstance(value, Mapping):
         issues.append(ConfigIssue(path, MSG_EXPECTED_OBJECT))
     elif "loopDetection" in value:
@@ -114,6 +127,10 @@ def _validate_agents(
         issues.append(ConfigIssue("agents", MSG_EXPECTED_OBJECT))
         return
     _duplicated_keys(value, _AGENTS_KEYS_CHECKED, "agents", shadowed, dups)
+    _unresolved_include(value, "agents", issues)
+    defaults = value.get("defaults")
+    if isinstance(defaults, Mapping) and "tools" in defaults:
+        issues.append(ConfigIssue("agents.defaults.tools", MSG_DEFAULTS_TOOLS))
     if "list" not in value:
         return
     entries = value["list"]
@@ -126,6 +143,7 @@ def _validate_agents(
             issues.append(ConfigIssue(path, MSG_EXPECTED_OBJECT))
             continue
         _duplicated_keys(entry, _AGENT_KEYS_CHECKED, path, shadowed, dups)
+        _unresolved_include(entry, path, issues)
         for key, item in entry.items():
             if key == "id" and not isinstance(item, str):
                 issues.append(ConfigIssue(f"{path}.id", MSG_EXPECTED_STRING))
@@ -153,6 +171,7 @@ def validate_whole(
         issues.append(ConfigIssue("", MSG_EXPECTED_OBJECT))
         return
     _duplicated_keys(config, _TOP_KEYS_CHECKED, "", shadowed, dups)
+    _unresolved_include(config, "", issues)
     # Outside the validated subtrees the last duplicate wins, so the plain items are read.
     for key, value in config.items():
         if key == "tools":
@@ -223,6 +242,24 @@ def _agent_parts(entry: object) -> object:
     return kept
 
 
+def named_profile(config: Mapping[str, Any]) -> Profile | None:
+    """The ``loopwatch.profile`` a whole config names, or ``None`` when it names none.
+
+    For callers whose default profile is not ``reference`` (``loopwatch hook``).
+
+    Args:
+        config: a whole config (normally already validated).
+
+    Returns:
+        The profile named, or ``None`` when it is absent or not a profile's name.
+    """
+    block = config.get("loopwatch") if isinstance(config, Mapping) else None
+    value = block.get("profile") if isinstance(block, Mapping) else None
+    if isinstance(value, str) and value in ("reference", "adaptive"):
+        return "adaptive" if value == "adaptive" else "reference"
+    return None
+
+
 def profile_of_openclaw_config(config: Mapping[str, Any]) -> Profile:
     """The ``loopwatch.profile`` of a whole config, ``"reference"`` when absent or invalid.
 
@@ -232,8 +269,36 @@ def profile_of_openclaw_config(config: Mapping[str, Any]) -> Profile:
     Returns:
         The profile.
     """
+    return named_profile(config) or "reference"
+
+
+def unused_adaptive_warning(
+    config: Mapping[str, Any], chosen: str | None = None
+) -> ConfigIssue | None:
+    """The warning for a ``loopwatch.adaptive`` block that the profile which runs ignores.
+
+    The block is valid (it was validated with the rest), but only the ``adaptive`` profile
+    reads it: under ``reference`` it would otherwise be dropped without a word.
+
+    Args:
+        config: a whole config, already validated.
+        chosen: the profile chosen over ``loopwatch.profile`` (an argument, ``--profile``),
+            or ``None`` when the config's own applies.
+
+    Returns:
+        A warning at path ``loopwatch.adaptive`` saying how to enable the settings, or
+        ``None`` when there is no such block or the adaptive profile runs.
+    """
     block = config.get("loopwatch") if isinstance(config, Mapping) else None
-    value = block.get("profile") if isinstance(block, Mapping) else None
-    if isinstance(value, str) and value == "adaptive":
-        return "adaptive"
-    return "reference"
+    if not isinstance(block, Mapping) or "adaptive" not in block:
+        return None
+    running = chosen if chosen is not None else profile_of_openclaw_config(config)
+    if running != "reference":
+        return None
+    if chosen is not None:
+        message = MSG_ADAPTIVE_UNUSED_CHOSEN
+    elif block.get("profile") == "reference":
+        message = MSG_ADAPTIVE_UNUSED_REFERENCE
+    else:
+        message = MSG_ADAPTIVE_UNUSED_UNSET
+    return ConfigIssue("loopwatch.adaptive", message)

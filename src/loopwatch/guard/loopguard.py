@@ -69,6 +69,7 @@ if TYPE_CHECKING:
 
 tools_logger = logging.getLogger("loopwatch.tools")
 events_logger = logging.getLogger("loopwatch")
+config_logger = logging.getLogger("loopwatch.config")
 
 Listener = Callable[[LoopEvent], object]
 #: One call of a batch: (tool name, params, tool call id).
@@ -195,6 +196,9 @@ class LoopGuard:
                 profile="reference" if isinstance(profile, DetectorProfile) else profile,
                 adaptive=adaptive,
             )
+            # Settings resolved beforehand (a scan's, one per run) are the caller's to report.
+            for warning in settings.warnings:
+                config_logger.warning("loopwatch config: %s", warning)
         elif config is not None or openclaw_config is not None:
             raise TypeError("pass either settings or a config, not both")
         if first_warning not in FIRST_WARNING_MODES:

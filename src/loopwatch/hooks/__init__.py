@@ -185,12 +185,13 @@ def default_guard(
         chosen = profile or "adaptive"
         return LoopGuard({"enabled": True}, store=store, profile=chosen)  # type: ignore[arg-type]
     from loopwatch.config.files import load_config_file
+    from loopwatch.config.openclaw import named_profile
 
     config = load_config_file(config_file)
-    block = config.get("loopwatch")
-    named = block.get("profile") if isinstance(block, dict) else None
-    chosen = profile or (named if named in ("reference", "adaptive") else "adaptive")
-    return LoopGuard(openclaw_config=config, store=store, profile=chosen)  # type: ignore[arg-type]
+    # The file's own profile when it names one (so the guard's notes say where the profile
+    # came from); else the hooks' default, adaptive.
+    from_file = profile or (None if named_profile(config) else "adaptive")
+    return LoopGuard(openclaw_config=config, store=store, profile=from_file)  # type: ignore[arg-type]
 
 
 __all__ = [

@@ -23,7 +23,8 @@ One proxy process is one session (``--session``, default ``mcp-proxy``); the gua
 lives in memory. Without ``--config`` detection is on with the reference defaults
 (``{"enabled": true}``); a config file is a whole OpenClaw-style JSON5 config whose
 ``tools.loopDetection`` block (merged with ``agents.list[].tools.loopDetection`` for
-``--agent``) applies.
+``--agent``) applies, with its ``loopwatch`` block (profile, adaptive settings), read as
+``LoopGuard(openclaw_config=...)`` reads it.
 
 ``--on-critical end_run`` answers a blocked call with a JSON-RPC error instead (MCP
 clients raise it, which ends an unattended run). ``--shadow`` decides and logs but never
@@ -57,7 +58,7 @@ from loopwatch.adapter import (
 )
 from loopwatch.cli import _mcp_proxy as _process
 from loopwatch.config.block import LoopDetectionConfig
-from loopwatch.config.resolve import resolve_config
+from loopwatch.config.files import load_config_file
 from loopwatch.detectors.compaction import PostCompactionLoopPersistedError
 from loopwatch.errors import ConfigError, LoopDetectedError
 from loopwatch.guard import LoopGuard
@@ -380,10 +381,12 @@ def _split(argv: Sequence[str]) -> tuple[list[str], list[str]]:
 def _guard(args: argparse.Namespace) -> LoopGuard:
     if args.config is None:
         return LoopGuard(LoopDetectionConfig(enabled=True), enforce=not args.shadow)
-    config = LoopDetectionConfig.from_file(args.config, agent_id=args.agent)
-    if not resolve_config(config).enabled:
+    # The whole file, as LoopGuard(openclaw_config=...), scan and the hooks read it: a
+    # block alone (LoopDetectionConfig.from_file) would drop the loopwatch.adaptive settings.
+    guard = LoopGuard(openclaw_config=load_config_file(args.config), enforce=not args.shadow)
+    if not guard.settings.block_for(args.agent)[1].enabled:
         logger.warning(MCP_LOG_DETECTION_OFF.format(path=args.config))
-    return LoopGuard(config, enforce=not args.shadow)
+    return guard
 
 
 def _positive(kind: type[float] | type[int]) -> Callable[[str], Any]:
