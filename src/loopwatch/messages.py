@@ -7,12 +7,7 @@ them out. Templates use ``str.format`` fields.
 
 from __future__ import annotations
 
-import json
-import math
-from collections.abc import Mapping
 from typing import Final
-
-from loopwatch.core._undefined import UNDEFINED
 
 # --- Detector verdict messages (SPEC §4), model-facing -------------------------------------
 
@@ -203,43 +198,3 @@ MSG_CYCLE_CRITICAL: Final = (
     "{laps} times in a row with identical results. Stop cycling: change the approach or report "
     "that the task cannot be completed."
 )
-
-
-# --- Config issues: how a reason quotes the value it refused ---------------------------------
-
-#: How much of a wrong string value an issue repeats.
-_GOT_MAX_CHARS: Final = 40
-
-
-def describe_config_value(value: object) -> str:
-    """A wrong value as an issue shows it, in the JSON5 the user wrote (``"ten"``, ``10.5``,
-    ``null``, ``Infinity``), or its kind for containers and other objects (``a list``)."""
-    if value is None:
-        return "null"
-    if value is UNDEFINED:
-        return "undefined"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        if len(value) <= _GOT_MAX_CHARS:
-            return json.dumps(value)
-        return json.dumps(value[:_GOT_MAX_CHARS]) + "\u2026"  # cut
-    if isinstance(value, float):
-        if value != value:
-            return "NaN"
-        if value in (math.inf, -math.inf):
-            return "Infinity" if value > 0 else "-Infinity"
-        return repr(value)
-    if type(value) is int:
-        text = str(value)
-        return text if len(text) <= _GOT_MAX_CHARS else f"an integer of {len(text)} digits"
-    if isinstance(value, (list, tuple)):
-        return "a list"
-    if isinstance(value, Mapping):
-        return "an object"
-    return f"a {type(value).__name__}"
-
-
-def config_reason_got(reason: str, value: object) -> str:
-    """A strict-loading reason with the value given: ``expected an integer > 0, got "ten"``."""
-    return f"{reason}, got {describe_config_value(value)}"

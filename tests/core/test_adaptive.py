@@ -880,9 +880,9 @@ def test_every_issue_is_reported_at_once_with_its_path() -> None:
         ConfigIssue("loopwatch.adaptive.sameError.colour", "unknown key"),
         ConfigIssue("loopwatch.adaptive.identicalStreak", "expected an object"),
         ConfigIssue("loopwatch.adaptive.profile", "unknown key"),
-        ConfigIssue("loopwatch.adaptive.window", "expected an integer > 0, got 0"),
+        ConfigIssue("loopwatch.adaptive.window", "expected an integer > 0"),
         ConfigIssue("loopwatch.adaptive.repeatedFailure.block", "must not be lower than warn (3)"),
-        ConfigIssue("loopwatch.adaptive.sameError.block", "expected an integer > 0, got true"),
+        ConfigIssue("loopwatch.adaptive.sameError.block", "expected an integer > 0"),
         ConfigIssue("loopwatch.adaptive.cycle.maxPeriod", "must not be lower than minPeriod (4)"),
         ConfigIssue("loopwatch.adaptive.cycle.blockLaps", "must be greater than warnLaps (3)"),
         ConfigIssue("loopwatch.adaptive.thinkingTools[1]", "expected a string"),
@@ -896,27 +896,23 @@ def test_every_issue_is_reported_at_once_with_its_path() -> None:
     [
         (
             {"window": 1},
-            ConfigIssue("loopwatch.adaptive.window", "expected an integer >= 2, got 1"),
+            ConfigIssue("loopwatch.adaptive.window", "expected an integer >= 2"),
         ),
         (
             {"window": 10**6},
-            ConfigIssue("loopwatch.adaptive.window", "expected an integer <= 10000, got 1000000"),
+            ConfigIssue("loopwatch.adaptive.window", "expected an integer <= 10000"),
         ),
         (
             {"window": True},
-            ConfigIssue("loopwatch.adaptive.window", "expected an integer > 0, got true"),
+            ConfigIssue("loopwatch.adaptive.window", "expected an integer > 0"),
         ),
         (
             {"repeated_failure": DetectorThresholds(warn=1, block=3)},
-            ConfigIssue(
-                "loopwatch.adaptive.repeatedFailure.warn", "expected an integer >= 2, got 1"
-            ),
+            ConfigIssue("loopwatch.adaptive.repeatedFailure.warn", "expected an integer >= 2"),
         ),
         (
             {"identical_streak": DetectorThresholds(enabled="yes", warn=3, block=4)},  # type: ignore[arg-type]
-            ConfigIssue(
-                "loopwatch.adaptive.identicalStreak.enabled", 'expected a boolean, got "yes"'
-            ),
+            ConfigIssue("loopwatch.adaptive.identicalStreak.enabled", "expected a boolean"),
         ),
         (
             {"cycle": CycleSettings(max_period=11)},
@@ -938,7 +934,7 @@ def test_from_mapping_paths_follow_the_given_path() -> None:
     with pytest.raises(ConfigError) as info:
         AdaptiveConfig.from_mapping({"window": -1}, path="agents.list[0].adaptive")
     assert info.value.issues == (
-        ConfigIssue("agents.list[0].adaptive.window", "expected an integer > 0, got -1"),
+        ConfigIssue("agents.list[0].adaptive.window", "expected an integer > 0"),
     )
     with pytest.raises(ConfigError) as info:
         AdaptiveConfig.from_mapping([1, 2])

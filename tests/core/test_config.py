@@ -53,16 +53,10 @@ class MyInt(int):
     """A ``numbers.Integral`` that is not exactly ``int``."""
 
 
-def reason(message: str) -> str:
-    """An issue's reason without the value it quotes (``expected a boolean, got "yes"``):
-    the quoted values have tests of their own in ``test_config_openclaw_compat``."""
-    return message.split(", got ", 1)[0]
-
-
 def issues_of(fn: Callable[[], object]) -> list[tuple[str, str]]:
     with pytest.raises(ConfigError) as info:
         fn()
-    return [(issue.path, reason(issue.message)) for issue in info.value.issues]
+    return [(issue.path, issue.message) for issue in info.value.issues]
 
 
 def write(tmp_path: Path, text: str | bytes, name: str = "openclaw.json5") -> Path:
@@ -670,9 +664,7 @@ def test_config_error_str_and_type() -> None:
     assert error.issues == (ConfigIssue("historySize", INT), ConfigIssue("", "whole thing bad"))
     with pytest.raises(ConfigError) as info:
         LoopDetectionConfig.from_mapping({"enabled": None, "detectors": {"pingPong": 0}})
-    assert str(info.value) == (
-        "enabled: expected a boolean, got null\ndetectors.pingPong: expected a boolean, got 0"
-    )
+    assert str(info.value) == "enabled: expected a boolean\ndetectors.pingPong: expected a boolean"
 
 
 def test_config_error_pickles_with_its_issues() -> None:

@@ -29,34 +29,26 @@ from loopwatch.config._schema import (
     ConfigField,
 )
 from loopwatch.errors import ConfigIssue
-from loopwatch.messages import config_reason_got
-
-
-def _got(reason: str, value: object) -> str:
-    return config_reason_got(reason, value)
 
 
 def strict_bool(value: object) -> tuple[bool | None, str | None]:
     if isinstance(value, bool):
         return value, None
-    return None, _got(MSG_EXPECTED_BOOLEAN, value)
+    return None, MSG_EXPECTED_BOOLEAN
 
 
 def strict_int(value: object) -> tuple[int | None, str | None]:
-    """The strict number rule of SPEC §7.2: ``(int value, None)`` or ``(None, reason)``.
-
-    The reason ends with the value that was given (``expected an integer > 0, got "ten"``).
-    """
+    """The strict number rule of SPEC §7.2: ``(int value, None)`` or ``(None, reason)``."""
     integral = isinstance(value, numbers.Integral) or (
         isinstance(value, float) and value.is_integer()
     )
     if not integral or isinstance(value, bool):
-        return None, _got(MSG_EXPECTED_POSITIVE_INTEGER, value)
+        return None, MSG_EXPECTED_POSITIVE_INTEGER
     number = int(value)  # type: ignore[call-overload]
     if number <= 0:
-        return None, _got(MSG_EXPECTED_POSITIVE_INTEGER, value)
+        return None, MSG_EXPECTED_POSITIVE_INTEGER
     if number > MAX_SAFE_INTEGER:
-        return None, _got(MSG_INTEGER_TOO_LARGE, value)
+        return None, MSG_INTEGER_TOO_LARGE
     return number, None
 
 
@@ -97,7 +89,7 @@ def validate_object(
         The valid fields, coerced (``5.0`` → 5), or ``None`` when ``value`` is not a mapping.
     """
     if not isinstance(value, Mapping):
-        issues.append(ConfigIssue(path, _got(MSG_EXPECTED_OBJECT, value)))
+        issues.append(ConfigIssue(path, MSG_EXPECTED_OBJECT))
         return None
     by_name = {spec.name: spec for spec in specs}
     valid: dict[str, Any] = {}
@@ -150,7 +142,7 @@ def validate_block(
         ``None`` when ``block`` is not a mapping.
     """
     if not isinstance(block, Mapping):
-        issues.append(ConfigIssue(prefix, _got(MSG_EXPECTED_OBJECT, block)))
+        issues.append(ConfigIssue(prefix, MSG_EXPECTED_OBJECT))
         return None
     valid: dict[str, Any] = {}
     seen: set[Any] = set()

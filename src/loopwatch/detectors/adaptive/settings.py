@@ -21,7 +21,6 @@ from loopwatch.detectors.adaptive.progress import (
 )
 from loopwatch.detectors.adaptive.shell_text import READ_ONLY_COMMANDS
 from loopwatch.errors import ConfigError, ConfigIssue
-from loopwatch.messages import config_reason_got
 
 # The readable reasons of strict loading, worded as loopwatch.config words them (SPEC §7.2);
 # kept here so this module stays a leaf.
@@ -61,13 +60,13 @@ def _check_int(value: object, path: str, minimum: int, issues: list[ConfigIssue]
     if integral or (isinstance(value, float) and value.is_integer()):
         number = int(value)  # type: ignore[call-overload]
     if number is None or number < 1:
-        _issue(issues, path, config_reason_got(MSG_EXPECTED_POSITIVE_INTEGER, value))
+        _issue(issues, path, MSG_EXPECTED_POSITIVE_INTEGER)
         return False
     if number < minimum:
-        _issue(issues, path, config_reason_got(MSG_AT_LEAST_TWO, value))
+        _issue(issues, path, MSG_AT_LEAST_TWO)
         return False
     if number > MAX_SETTING:
-        _issue(issues, path, config_reason_got(MSG_TOO_LARGE, value))
+        _issue(issues, path, MSG_TOO_LARGE)
         return False
     return True
 
@@ -75,7 +74,7 @@ def _check_int(value: object, path: str, minimum: int, issues: list[ConfigIssue]
 def _check_bool(value: object, path: str, issues: list[ConfigIssue]) -> bool:
     if isinstance(value, bool):
         return True
-    _issue(issues, path, config_reason_got(MSG_EXPECTED_BOOLEAN, value))
+    _issue(issues, path, MSG_EXPECTED_BOOLEAN)
     return False
 
 
