@@ -143,6 +143,55 @@ def test_identical_calls_in_one_batch_count_as_repeats_and_one_critical_blocks_a
     assert len(guard.history(session_key=S)) == 15
 
 
+def _play_identical(guard: LoopGuard, history: int) -> None:
+    for index in range(history):
+        guard.before_call("read", {"path": "a"}, session_key=S, tool_call_id=f"c{index}")
+        guard.after_call("read", {"path": "a"}, session_key=S, tool_call_id=f"c{index}", result="x")
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(min_value=0, max_value=22), st.integers(min_value=2, max_value=6))
+def test_a_refused_batch_changes_nothing_for_the_calls_after_it(history: int, size: int) -> None:
+    # A refused batch records nothing: the same batch again is refused again (sticky), and
+    # the same call alone is decided exactly as on the recorded history alone, so after a
+    # batch of three is refused at 18 identical calls, the call alone is the 19th and runs.
+    guard, alone = LoopGuard(ON), LoopGuard(ON)
+    _play_identical(guard, history)
+    _play_identical(alone, history)
+    first = [d.action for d in guard.before_batch(_identical_batch(size, 100), session_key=S)]
+    if "block" not in first:
+        return  # an admitted batch is recorded: another history (the healthy-batch test)
+    again = guard.before_batch(_identical_batch(size, 200), session_key=S)
+    assert [d.action for d in again] == ["block"] * size
+    assert len(guard.history(session_key=S)) == history
+    single = guard.before_call("read", {"path": "a"}, session_key=S, tool_call_id="s")
+    expected = alone.before_call("read", {"path": "a"}, session_key=S, tool_call_id="s")
+    assert (single.action, single.verdict.count) == (expected.action, expected.verdict.count)
+    assert (single.action == "block") == (history >= 20)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(min_value=1, max_value=5), min_size=1, max_size=40))
+def test_no_way_of_batching_an_identical_call_runs_it_past_the_threshold(
+    sizes: list[int],
+) -> None:
+    # Batches refused early (before the threshold's last call would run) never let a loop
+    # run further than the calls one at a time would: at most 20 identical runs, and once
+    # there, every batch is refused.
+    guard = LoopGuard(ON)
+    runs = 0
+    for turn, size in enumerate(sizes):
+        batch = _identical_batch(size, 10 * turn)
+        decisions = guard.before_batch(batch, session_key=S)
+        if runs >= 20:
+            assert all(d.action == "block" for d in decisions)
+        for (tool, params, call_id), decision in zip(batch, decisions, strict=True):
+            if decision.tool_result is None:
+                runs += 1
+                guard.after_call(tool, params, session_key=S, tool_call_id=call_id, result="x")
+        assert runs <= 20
+
+
 def test_a_healthy_batch_is_recorded_like_sequential_calls() -> None:
     batch: list[tuple[object, object, object]] = [
         ("read", {"path": "a"}, "1"),

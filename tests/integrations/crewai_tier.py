@@ -15,7 +15,8 @@ import asyncio
 import linecache
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
@@ -31,6 +32,7 @@ from crewai.utilities import agent_utils
 from framework_matrix import (
     BY_NAME,
     FAILURE,
+    READ_RESULT,
     SINGLE,
     Scenario,
     Tools,
@@ -42,6 +44,7 @@ from test_readme_snippets import snippets
 
 from loopwatch import LoopGuard
 from loopwatch.integrations.crewai import LoopGuardToolHooks, ScriptedLLM, _message_calls
+from loopwatch.messages import BATCH_SIBLING_BLOCKED
 from loopwatch.testing import LoopScript
 
 
@@ -190,6 +193,50 @@ def test_the_default_session_is_the_crew(hooks_of: list[LoopGuardToolHooks]) -> 
     assert len(guard.history(session_key=f"crewai:{crew.id}")) == 3
     with pytest.raises(ValueError, match="on_critical"):
         LoopGuardToolHooks(LoopGuard(), on_critical="stop")  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class SplitAfterBlock(LoopScript):
+    """Three identical calls a message, then, once a block was read, one a message."""
+
+    def next_calls(self, read: Sequence[object]) -> list[tuple[str, dict[str, Any]]]:
+        if self.next_call(read) is None:
+            return []
+        size = 1 if any("CRITICAL" in str(r) for r in read) else self.per_turn
+        return [("read_file", {"path": "notes.txt"})] * min(size, self.times - len(read))
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_a_call_alone_after_its_refused_batch_is_decided_on_the_recorded_history(
+    asynchronous: bool, hooks_of: list[LoopGuardToolHooks]
+) -> None:
+    # Batches of three identical calls: six run (18 records), the seventh would make the
+    # 19th, 20th and 21st call, so the whole batch is refused before any runs and nothing
+    # of it is recorded. The same call alone is then the 19th: the guard allows it (as it
+    # would without the refused batch), the 20th too, and the 21st is blocked: the loop
+    # runs 20 times, as one call at a time, and never further.
+    guard, events = make_guard()
+    hooks_of.append(LoopGuardToolHooks(guard, session_key="crew-1").register())
+    tools = Tools()
+    crew, llm = make_crew(SplitAfterBlock(times=30, per_turn=3), tools, max_retry_limit=0)
+    result = asyncio.run(crew.akickoff()) if asynchronous else crew.kickoff()
+    assert str(result) == "done"
+    read = [str(r) for r in llm.__dict__["read"]]
+    critical = BY_NAME["repeat"].blocked_message
+    assert len(read) == 30
+    assert all(r.startswith(READ_RESULT) for r in read[:18])
+    assert read[18:21] == [BATCH_SIBLING_BLOCKED, BATCH_SIBLING_BLOCKED, critical]
+    assert all(r.startswith(READ_RESULT) for r in read[21:23])  # the 19th and 20th run
+    assert read[23:] == [critical] * 7
+    assert tools.total == 20 == len(guard.history(session_key="crew-1"))
+    assert blocks(events) == 3 + 7
+    # What the hooks enforced is the guard's own decision on 18 identical records.
+    alone = LoopGuard({"enabled": True})
+    call = ("read_file", {"path": "notes.txt"})
+    for n in range(18):
+        alone.before_call(*call, session_key="s", tool_call_id=n)
+        alone.after_call(*call, session_key="s", tool_call_id=n, result=READ_RESULT)
+    assert alone.before_call(*call, session_key="s", tool_call_id=18).action != "block"
 
 
 def test_crewai_own_limit_stops_identical_calls_at_five(hooks_of: list[LoopGuardToolHooks]) -> None:

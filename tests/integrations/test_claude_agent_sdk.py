@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -37,6 +38,8 @@ from framework_matrix import (
     check_answers,
     make_guard,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from loopwatch import LoopGuard
 from loopwatch import messages as texts
@@ -158,6 +161,82 @@ def test_matchers_plug_into_claude_agent_options() -> None:
     assert all(isinstance(m, HookMatcher) for ms in matchers.values() for m in ms)
     with pytest.raises(ValueError, match="on_critical"):
         LoopGuardHooks(LoopGuard(), on_critical="stop")  # type: ignore[arg-type]
+
+
+async def _mine(input_data: Any, tool_use_id: str | None, context: Any) -> Any:
+    return {}
+
+
+EVENTS = ["PreToolUse", "PostToolUse", "PostToolUseFailure", "PreCompact", "Stop"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.dictionaries(
+        st.sampled_from(EVENTS),
+        st.lists(st.sampled_from([None, "Bash", "Write|Edit", "mcp__.*"]), max_size=3),
+    ),
+    st.booleans(),
+)
+def test_matchers_existing_keeps_your_hooks_first_and_in_order(
+    shape: dict[str, list[str | None]], compaction: bool
+) -> None:
+    mine = {e: [HookMatcher(matcher=m, hooks=[_mine]) for m in ms] for e, ms in shape.items()}
+    before = {e: list(ms) for e, ms in mine.items()}
+    hooks = LoopGuardHooks(LoopGuard({"enabled": True}))
+    merged = hooks.matchers(compaction=compaction, existing=mine)
+    ClaudeAgentOptions(hooks=merged)  # the SDK's own type accepts it
+    assert mine == before  # the user's mapping is not changed
+    ours = hooks.matchers(compaction=compaction)
+    assert set(merged) == set(mine) | set(ours)
+    for event in merged:
+        own = mine.get(event, [])
+        assert merged[event][: len(own)] == own  # the same objects, in the user's order
+        assert [m.hooks for m in merged[event][len(own) :]] == [
+            m.hooks for m in ours.get(event, [])
+        ]
+
+
+def test_a_dict_merge_drops_your_hooks_and_existing_does_not() -> None:
+    # The pitfall matchers(existing=...) is for: a dict merge replaces per-event lists.
+    hooks = LoopGuardHooks(LoopGuard({"enabled": True}))
+    mine = {"PreToolUse": [HookMatcher(matcher="Bash", hooks=[_mine])]}
+    naive = {**mine, **hooks.matchers()}
+    assert all(_mine not in m.hooks for m in naive["PreToolUse"])
+    merged = hooks.matchers(existing=mine)
+    assert [m.hooks for m in merged["PreToolUse"]] == [[_mine], [hooks.pre_tool_use]]
+
+
+@pytest.mark.parametrize(
+    ("existing", "message"),
+    [
+        ([HookMatcher(hooks=[_mine])], r"existing must be a mapping .* not list"),
+        ({1: []}, r"a hook event must be a str, not 1"),
+        ({"PreToolUse": HookMatcher(hooks=[_mine])}, r"existing\['PreToolUse'\] must be a list"),
+        (
+            {"PreToolUse": "Bash"},
+            r"existing\['PreToolUse'\] must be a list of HookMatcher, not str",
+        ),
+        ({"Stop": None}, r"existing\['Stop'\] must be a list of HookMatcher, not NoneType"),
+        (
+            {"PostToolUse": [HookMatcher(hooks=[_mine]), {"matcher": None, "hooks": [_mine]}]},
+            r"existing\['PostToolUse'\]\[1\] must be a HookMatcher, not dict",
+        ),
+    ],
+)
+def test_matchers_existing_of_the_wrong_shape_is_a_type_error(existing: Any, message: str) -> None:
+    hooks = LoopGuardHooks(LoopGuard({"enabled": True}))
+    with pytest.raises(TypeError, match=message):
+        hooks.matchers(existing=existing)
+
+
+def test_matchers_existing_that_holds_the_guards_own_hooks_is_refused() -> None:
+    hooks = LoopGuardHooks(LoopGuard({"enabled": True}))
+    with pytest.raises(ValueError, match=r"existing\['PreToolUse'\]\[0\] already holds"):
+        hooks.matchers(existing=hooks.matchers())
+    # Another LoopGuardHooks' callbacks are the user's own business (another guard).
+    other = LoopGuardHooks(LoopGuard({"enabled": True}))
+    assert len(hooks.matchers(existing=other.matchers())["PreToolUse"]) == 2
 
 
 async def test_pre_compact_arms_the_post_compaction_guard() -> None:
@@ -384,3 +463,113 @@ async def test_end_run_through_the_real_sdk_reaches_the_cli_as_continue_false() 
     assert cli.read[20:] == [critical] and cli.stopped == critical
     assert {"continue": False, "stopReason": critical}.items() <= cli.wire[-1].items()
     assert isinstance(messages[-1], ResultMessage) and messages[-1].result == critical
+
+
+class StrictestCli(CliTransport):
+    """:class:`CliTransport`, answering as the CLI combines several hooks of one event.
+
+    The CLI runs an event's matching hooks in parallel and keeps the strictest answer (the
+    SDK's hooks guide; the bundled CLI's ``strictestHookAnswer``): a ``deny`` wins whatever
+    the order; the other answers' ``additionalContext`` are all given to the model.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.matchers: dict[str, list[tuple[str | None, list[str]]]] = {}
+
+    async def write(self, data: str) -> None:
+        for line in data.splitlines():
+            message = json.loads(line)
+            request = message.get("request") or {}
+            if message["type"] == "control_request" and request["subtype"] == "initialize":
+                for event, ms in (request.get("hooks") or {}).items():
+                    self.matchers[event] = [(m["matcher"], m["hookCallbackIds"]) for m in ms]
+        await super().write(data)
+
+    async def _one(self, callback_id: str, event: str, data: dict[str, Any]) -> dict[str, Any]:
+        self._requests += 1
+        request_id = f"cli-{self._requests}"
+        self.waiting[request_id] = asyncio.get_running_loop().create_future()
+        request = {
+            "subtype": "hook_callback",
+            "callback_id": callback_id,
+            "input": {**data, "hook_event_name": event},
+            "tool_use_id": data["tool_use_id"],
+        }
+        await self.out.put(
+            {"type": "control_request", "request_id": request_id, "request": request}
+        )
+        response = await self.waiting[request_id]
+        assert response["subtype"] == "success", response
+        answer: dict[str, Any] = response["response"]
+        self.wire.append(answer)
+        return answer
+
+    async def _hook(self, event: str, data: dict[str, Any]) -> dict[str, Any]:
+        ids = [
+            i
+            for matcher, callback_ids in self.matchers.get(event, [])
+            if matcher is None or re.fullmatch(matcher, data["tool_name"])
+            for i in callback_ids
+        ]
+        answers = await asyncio.gather(*(self._one(i, event, data) for i in ids))
+        specifics = [a.get("hookSpecificOutput") or {} for a in answers]
+        combined: dict[str, Any] = {}
+        for answer in answers:
+            if answer.get("continue") is False:
+                combined.update(continue_=False, stopReason=answer.get("stopReason"))
+        denies = [s for s in specifics if s.get("permissionDecision") == "deny"]
+        extra = [s["additionalContext"] for s in specifics if "additionalContext" in s]
+        specific: dict[str, Any] = dict(denies[0]) if denies else {}
+        if extra:
+            specific["additionalContext"] = "\n\n".join(extra)
+        if combined.pop("continue_", None) is False:
+            combined["continue"] = False
+        if specific:
+            combined["hookSpecificOutput"] = specific
+        return combined
+
+
+@pytest.mark.parametrize("yours_first", [True, False], ids=["existing", "reversed"])
+async def test_your_hooks_and_the_guards_both_run_through_the_real_sdk(yours_first: bool) -> None:
+    # The user's hooks see every call (an audit) and deny one; the guard still warns and
+    # blocks the loop; a deny wins whichever matcher comes first.
+    audited: list[tuple[str, str]] = []
+
+    async def audit(input_data: Any, tool_use_id: str | None, context: Any) -> Any:
+        audited.append((input_data["hook_event_name"], str(tool_use_id)))
+        if input_data["hook_event_name"] == "PreToolUse" and tool_use_id == "toolu_003":
+            reason = "not this one"
+            output = {"hookEventName": "PreToolUse", "permissionDecision": "deny"}
+            return {"hookSpecificOutput": {**output, "permissionDecisionReason": reason}}
+        return {}
+
+    mine = {
+        "PreToolUse": [HookMatcher(matcher="mcp__files__.*", hooks=[audit])],
+        "PostToolUse": [HookMatcher(hooks=[audit])],
+        "Stop": [HookMatcher(hooks=[audit])],
+    }
+    guard = LoopGuard({"enabled": True})
+    hooks = LoopGuardHooks(guard)
+    merged = hooks.matchers(existing=mine)
+    if not yours_first:
+        merged = {event: matchers[::-1] for event, matchers in merged.items()}
+    runs: list[str] = []
+    cli = StrictestCli(lambda path: runs.append(path) or "the notes", lambda n: {"path": "n.txt"})
+    options = ClaudeAgentOptions(hooks=merged)
+    messages = [
+        m async for m in query(prompt="Summarise notes.txt", options=options, transport=cli)
+    ]
+    assert isinstance(messages[-1], ResultMessage)
+    assert cli.read[3] == "not this one"  # the user's deny won over the guard's allow
+    pre = [call for event, call in audited if event == "PreToolUse"]
+    post = [call for event, call in audited if event == "PostToolUse"]
+    assert pre == [f"toolu_{n:03d}" for n in range(40)]  # every call, denied or not
+    assert post == [f"toolu_{n:03d}" for n in range(21) if n != 3]  # the calls that ran
+    # The denied call was counted by the guard (admitted before the CLI combined the
+    # answers), with no outcome, which repeats no result: the loop is still blocked after
+    # 20 runs of the same result, one call later than without the user's deny.
+    assert len(runs) == 20
+    history = guard.history(session_key="sess-1")
+    assert [r.tool_call_id for r in history if r.result_hash is None] == ["toolu_003"]
+    assert cli.read[21:] == [SDK_CRITICAL] * 19

@@ -25,6 +25,16 @@ A call of a tool the CLI does not have is only seen if the CLI runs the hooks fo
 is recorded as the failure the CLI reports); the offline :class:`ScriptedSession` assumes it
 does not.
 
+Hooks of your own: pass them as ``matchers(existing=your_hooks)``, which appends loopwatch's
+matcher to each event's list after yours (``{**your_hooks, **hooks.matchers()}`` would
+replace your ``PreToolUse`` / ``PostToolUse`` lists). The order does not change what the
+model gets: the CLI runs every matching hook of an event in parallel and keeps the
+strictest answer, so a ``deny`` from any of them denies the call whatever the others
+answer (the SDK's hooks guide; the bundled CLI 2.1.332 keeps a ``strictestHookAnswer``).
+Hence a call your hook denies while loopwatch allowed it was already counted by the guard,
+as a call with no outcome (no ``PostToolUse`` comes), like a call the permission rules
+deny.
+
 Sessions and runs: the session is the hook input's ``session_id`` and the run its
 ``prompt_id`` (one user prompt); pass ``session_key=`` / ``run_id=`` (strings, or callables
 taking the hook input) to choose. The CLI compacts on its own (a ``PreCompact`` hook): pass
@@ -50,7 +60,7 @@ function no guard of its own.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeAlias
 
@@ -105,16 +115,74 @@ class LoopGuardHooks:
         self.options = AdapterOptions(warn_model=warn_model, on_critical=on_critical)
         self._pending: OrderedDict[object, ToolCall] = OrderedDict()
 
-    def matchers(self, *, compaction: bool = False) -> dict[Any, list[HookMatcher]]:
-        """The ``hooks=`` mapping: every tool, before, after and on failure."""
-        hooks: dict[Any, list[HookMatcher]] = {
-            "PreToolUse": [HookMatcher(hooks=[self.pre_tool_use])],
-            "PostToolUse": [HookMatcher(hooks=[self.post_tool_use])],
-            "PostToolUseFailure": [HookMatcher(hooks=[self.post_tool_use_failure])],
+    def matchers(
+        self,
+        *,
+        compaction: bool = False,
+        existing: Mapping[Any, Sequence[HookMatcher]] | None = None,
+    ) -> dict[Any, list[HookMatcher]]:
+        """The ``hooks=`` mapping: every tool, before, after and on failure.
+
+        Args:
+            compaction: also hook ``PreCompact`` (arms the post-compaction guard).
+            existing: hooks of your own (a ``ClaudeAgentOptions.hooks`` mapping). The
+                result keeps every one of them, in your order, with loopwatch's matcher
+                appended to each event's list, a new dict (yours is not changed). Use
+                this rather than ``{**yours, **hooks.matchers()}``, which replaces your
+                ``PreToolUse`` / ``PostToolUse`` lists with loopwatch's.
+
+        Raises:
+            TypeError: ``existing`` is not a mapping of event names to lists of
+                ``HookMatcher``, naming the event and the position of the wrong entry.
+            ValueError: ``existing`` already holds this object's callbacks (they would
+                record every call twice).
+        """
+        hooks: dict[Any, list[HookMatcher]] = {} if existing is None else self._own(existing)
+        ours: dict[str, Callable[..., Any]] = {
+            "PreToolUse": self.pre_tool_use,
+            "PostToolUse": self.post_tool_use,
+            "PostToolUseFailure": self.post_tool_use_failure,
         }
         if compaction:
-            hooks["PreCompact"] = [HookMatcher(hooks=[self.pre_compact])]
+            ours["PreCompact"] = self.pre_compact
+        for event, callback in ours.items():
+            hooks.setdefault(event, []).append(HookMatcher(hooks=[callback]))
         return hooks
+
+    def _own(self, existing: object) -> dict[Any, list[HookMatcher]]:
+        """A copy of the user's ``hooks=`` mapping, checked (see :meth:`matchers`)."""
+        if not isinstance(existing, Mapping):
+            raise TypeError(
+                "existing must be a mapping of hook events to lists of HookMatcher "
+                f"(ClaudeAgentOptions.hooks), not {type(existing).__name__}"
+            )
+        # Bound methods compare equal (not identical) each time they are read.
+        ours = (self.pre_tool_use, self.post_tool_use, self.post_tool_use_failure, self.pre_compact)
+        copy: dict[Any, list[HookMatcher]] = {}
+        for event, matchers in existing.items():
+            if not isinstance(event, str):
+                raise TypeError(f"existing: a hook event must be a str, not {event!r}")
+            if isinstance(matchers, (str, bytes, HookMatcher)) or not isinstance(
+                matchers, Sequence
+            ):
+                raise TypeError(
+                    f"existing[{event!r}] must be a list of HookMatcher, "
+                    f"not {type(matchers).__name__}"
+                )
+            for i, matcher in enumerate(matchers):
+                if not isinstance(matcher, HookMatcher):
+                    raise TypeError(
+                        f"existing[{event!r}][{i}] must be a HookMatcher, "
+                        f"not {type(matcher).__name__}"
+                    )
+                if any(callback in ours for callback in matcher.hooks):
+                    raise ValueError(
+                        f"existing[{event!r}][{i}] already holds this LoopGuardHooks' "
+                        "callbacks: pass your own hooks only (every call would be "
+                        "recorded twice)"
+                    )
+            copy[event] = list(matchers)
+        return copy
 
     def _resolve(self, source: IdSource, data: Mapping[str, Any], key: str) -> object:
         value = source(data) if callable(source) else source

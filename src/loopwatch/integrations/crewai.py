@@ -43,6 +43,10 @@ own hooks and no call id: the before hook of a message's first call admits all o
 message's calls together (``guard.before_batch``), reading them from the agent executor's
 latest assistant message, so identical calls of one message count as the repeats they
 are and one critical blocks them all (without that message, each call is decided alone).
+A refused message records nothing, so when the agent then sends the same call alone, the
+guard decides it on the recorded history: after a message of three identical calls is
+refused at the 18th record, the 19th and 20th calls alone run and the 21st is blocked (the
+loop runs 20 times, as one call at a time; the hooks enforce each of those decisions).
 
 CrewAI swallows any exception a hook raises (hooks fail open), so ``on_critical="end_run"``
 (or ``"recover"``'s second critical) cannot raise through a tool hook: after a block, the

@@ -181,6 +181,28 @@ def create_private(path: str) -> None:
     os.close(fd)
 
 
+def read_only_reason(path: str) -> str:
+    """Why the store cannot write ``path``, when the file or its folder is read-only for
+    this user (``""`` otherwise): appended to the error that names the path.
+
+    SQLite needs both: the file, which every call writes, and its folder, where it
+    creates the ``-wal`` and ``-shm`` files beside the file (its error for a read-only
+    folder, "attempt to write a readonly database", names neither).
+    """
+    folder = os.path.dirname(path) or "."
+    try:
+        if os.path.exists(path) and not os.access(path, os.W_OK):
+            return " (the file is read-only for this user: loopwatch writes every call to it)"
+        if os.path.isdir(folder) and not os.access(folder, os.W_OK | os.X_OK):
+            return (
+                f" (its folder {folder!r} is not writable by this user: the store creates "
+                "its file there, and SQLite its -wal and -shm files beside it)"
+            )
+    except (OSError, ValueError):  # an unreadable path: the error itself says enough
+        return ""
+    return ""
+
+
 def fields_of(record: ToolCallRecord) -> tuple[str, str, str, str, str, str, int, str]:
     """A record's stored columns after ``seq``: run, tool, args, call, result, unknown,
     ts, facts."""
@@ -207,6 +229,7 @@ __all__ = [
     "create_private",
     "fields_of",
     "path_text",
+    "read_only_reason",
     "record_of",
     "token",
     "untoken",

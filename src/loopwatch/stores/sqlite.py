@@ -48,6 +48,7 @@ from loopwatch.stores._sqlite_schema import (
     create_private,
     fields_of,
     path_text,
+    read_only_reason,
     record_of,
     token,
     untoken,
@@ -68,6 +69,9 @@ DEFAULT_BUSY_TIMEOUT_S: Final = 2.0
 _MAX_PENDING_NONCES: Final = 4096
 #: How often (seconds) a transaction first checks that the path is still the open file.
 FILE_CHECK_INTERVAL_S: Final = 1.0
+#: SQLite's primary result code of a write to a read-only database (extended codes share
+#: its low byte).
+SQLITE_READONLY: Final = 8
 
 logger = logging.getLogger("loopwatch.store")
 
@@ -95,7 +99,12 @@ class SqliteStore(Store):
         ValueError: a bad option value, or the path ``":memory:"``.
         TypeError: a ``fail_open`` that is not a ``bool`` (``"false"`` would be true).
         StoreError: the file cannot be opened (its folder does not exist, it is a
-            folder, ...; the message names the path) or was written by a newer schema.
+            folder, the file or its folder is read-only for this user, ...; the message
+            names the path and, for a read-only one, which) or was written by a newer
+            schema. At call time a store that cannot write (its file replaced by a
+            read-only one) raises :class:`StoreError` to the guard, which applies
+            ``fail_open`` and logs the error, path included; a file made read-only
+            while open is still written through the open file.
     """
 
     def __init__(
@@ -150,8 +159,22 @@ class SqliteStore(Store):
             self._setup()
             self._file_id = _file_id(self._path)
         except (OSError, sqlite3.Error) as exc:
-            raise StoreError(f"cannot open the SQLite store {self._path!r}: {exc}") from exc
+            raise StoreError(
+                f"cannot open the SQLite store {self._path!r}: {exc}{read_only_reason(self._path)}"
+            ) from exc
         self._checked_at = time.monotonic()
+
+    def _failed(self, what: str, exc: sqlite3.Error) -> StoreError:
+        """The :class:`StoreError` of a failed operation, naming the file (and, for a
+        read-only one, why: the file or its folder is not writable by this user)."""
+        code = getattr(exc, "sqlite_errorcode", None)
+        readonly = (
+            code & 0xFF == SQLITE_READONLY
+            if isinstance(code, int)
+            else "readonly" in str(exc)  # Python 3.10: no error code on the exception
+        )
+        reason = read_only_reason(self._path) if readonly else ""
+        return StoreError(f"sqlite: {what} ({self._path!r}): {exc}{reason}")
 
     def _same_file(self) -> None:
         """Reopen when the path no longer names the open file (deleted, or replaced).
@@ -231,14 +254,14 @@ class SqliteStore(Store):
                 try:
                     yield self._db
                 except sqlite3.Error as exc:
-                    raise StoreError(f"sqlite operation failed: {exc}") from exc
+                    raise self._failed("operation failed", exc) from exc
                 return
             self._same_file()
             db = self._db
             try:
                 db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             except sqlite3.Error as exc:
-                raise StoreError(f"sqlite: cannot begin a transaction: {exc}") from exc
+                raise self._failed("cannot begin a transaction", exc) from exc
             self._depth = 1
             try:
                 yield db
@@ -246,14 +269,14 @@ class SqliteStore(Store):
                 self._depth = 0
                 self._rollback()
                 if isinstance(exc, sqlite3.Error):
-                    raise StoreError(f"sqlite operation failed: {exc}") from exc
+                    raise self._failed("operation failed", exc) from exc
                 raise
             self._depth = 0
             try:
                 db.execute("COMMIT")
             except sqlite3.Error as exc:
                 self._rollback()
-                raise StoreError(f"sqlite: commit failed: {exc}") from exc
+                raise self._failed("commit failed", exc) from exc
 
     def _rollback(self) -> None:
         with suppress(sqlite3.Error):  # no transaction left to roll back
@@ -270,7 +293,7 @@ class SqliteStore(Store):
             try:
                 self._db.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
-                raise StoreError(f"sqlite: cannot begin a transaction: {exc}") from exc
+                raise self._failed("cannot begin a transaction", exc) from exc
             self._depth = 1
             failed = True
             try:
@@ -294,7 +317,7 @@ class SqliteStore(Store):
                         # (a full disk, an I/O error: the writes are lost, which the guard
                         # must hear of, to fail open and log it, not go on as if recorded)
                         self._rollback()
-                        raise StoreError(f"sqlite: commit failed: {exc}") from exc
+                        raise self._failed("commit failed", exc) from exc
 
     def session_lock(self, session_key: str) -> AbstractContextManager[object]:
         """One transaction around a whole guard operation, across processes.
