@@ -569,29 +569,46 @@ def digest(value: object) -> str:
     Raises:
         TypeError: When the value cannot be serialised (see :func:`stable_stringify`).
     """
+    return digest_bytes(value).hex()
+
+
+def digest_bytes(value: object) -> bytes:
+    """The 32 bytes that :func:`digest`'s hex digits stand for: the one implementation of
+    both, so that a caller that needs the bytes (:func:`hash_tool_call` for the memory
+    store's packed records) does not parse the hex back.
+
+    Raises:
+        TypeError: As :func:`digest`.
+    """
     fast = _fast_json
     if fast is not None and MAX_DEPTH >= _fastjson.MAX_DEPTH:
         data = fast(value)
         if data is not None:
-            return hashlib.sha256(data).hexdigest()
-    return digest_pure(value)
+            return hashlib.sha256(data).digest()
+    return _digest_pure_bytes(value)
 
 
 def digest_pure(value: object) -> str:
     """:func:`digest` on the pure-Python path only, whatever is installed.
 
-    The UTF-8 encoding the digest needs anyway doubles as the surrogate check of
-    :func:`stable_stringify_pure`, so hashing costs one walk and one encoding.
-
     Raises:
         TypeError: As :func:`stable_stringify`.
+    """
+    return _digest_pure_bytes(value).hex()
+
+
+def _digest_pure_bytes(value: object) -> bytes:
+    """:func:`digest_pure`'s 32 bytes.
+
+    The UTF-8 encoding the digest needs anyway doubles as the surrogate check of
+    :func:`stable_stringify_pure`, so hashing costs one walk and one encoding.
     """
     text = _quote(value) if type(value) is str else _run(value, exact=False)
     try:
         data = text.encode("utf-8")
     except UnicodeEncodeError:  # a raw surrogate: some string needs the exact pass
         data = _run(value, exact=True).encode("utf-8")
-    return hashlib.sha256(data).hexdigest()
+    return hashlib.sha256(data).digest()
 
 
 #: How far :func:`digest_details_and_text` looks for whitespace at each end of the text;
@@ -622,7 +639,17 @@ def _trimmed_ends(text: str) -> tuple[int, int] | None:
 
 
 def digest_details_and_text(details: object, text: str) -> str:
-    """``digest({"details": details, "text": js_trim(text)})``, without building either.
+    """``digest({"details": details, "text": js_trim(text)})``, without building either:
+    the hex digits of :func:`details_and_text_bytes`.
+
+    Raises:
+        TypeError: As :func:`digest`.
+    """
+    return details_and_text_bytes(details, text).hex()
+
+
+def details_and_text_bytes(details: object, text: str) -> bytes:
+    """``digest_bytes({"details": details, "text": js_trim(text)})``, without building either.
 
     The default outcome of SPEC §3.3 hashes this object for nearly every tool call, and
     the text is often the bulk of a result. Trimming it copies it whenever it ends in
@@ -651,7 +678,7 @@ def digest_details_and_text(details: object, text: str) -> str:
             if ends is not None:
                 head = fast(details)
     if head is None or ends is None or body is None:
-        return digest({"details": details, "text": js_trim(text)})
+        return digest_bytes({"details": details, "text": js_trim(text)})
     lead, tail = ends
     start = 1 + (_escaped_width(text[:lead]) if lead else 0)
     stop = len(body) - 1 - (_escaped_width(text[len(text) - tail :]) if tail else 0)
@@ -660,7 +687,7 @@ def digest_details_and_text(details: object, text: str) -> str:
     sha.update(_TEXT_HEAD)
     sha.update(memoryview(body)[start:stop])
     sha.update(_TAIL)
-    return sha.hexdigest()
+    return sha.digest()
 
 
 def _escaped_width(whitespace: str) -> int:
@@ -698,17 +725,47 @@ def hash_tool_call(tool_name: str, params: object, *, normalizers: Collection[st
                 params = reduce_update_plan(params)
             except Exception as exc:
                 raise TypeError(f"cannot reduce update_plan params: {_describe(exc)}") from exc
-    return f"{tool_name}:{digest(params)}"
+    raw = digest_bytes(params)
+    signature = f"{tool_name}:{raw.hex()}"
+    if type(tool_name) is str:
+        global _last_signature
+        _last_signature = (signature, tool_name, raw)
+    return signature
+
+
+#: The newest signature :func:`hash_tool_call` returned for a plain ``str`` tool name, that
+#: name and the 32 bytes its hex digits stand for (see :func:`signature_digest`). One
+#: tuple, replaced whole, so a thread reads a consistent triple; it keeps the signature
+#: alive, so no other string can have its identity.
+_last_signature: tuple[str, str, bytes] = ("", "", b"")
+
+
+def signature_digest(tool_name: str, args_hash: str) -> bytes | None:
+    """The 32 digest bytes of ``args_hash`` when it is the very string :func:`hash_tool_call`
+    returned last, for this tool name; else ``None``.
+
+    The args hash a guarded call hashed is usually the next one the memory store parses
+    back into bytes (its record's packed digest): this hands it the bytes instead. Proven
+    equal by identity: that string is ``f"{tool_name}:{raw.hex()}"``, whose digits parse
+    back to ``raw``.
+    """
+    last = _last_signature
+    if last[0] is args_hash and last[1] == tool_name:
+        return last[2]
+    return None
 
 
 __all__ = [
     "MAX_DEPTH",
+    "details_and_text_bytes",
     "digest",
+    "digest_bytes",
     "digest_details_and_text",
     "digest_pure",
     "hash_tool_call",
     "raw_text_digest",
     "sha256_hex",
+    "signature_digest",
     "stable_stringify",
     "stable_stringify_pure",
 ]

@@ -18,8 +18,8 @@ from typing import Any, Final
 from loopwatch.core._undefined import UNDEFINED
 from loopwatch.core.fingerprint import (
     _describe,
-    digest,
-    digest_details_and_text,
+    details_and_text_bytes,
+    digest_bytes,
     stable_stringify,
 )
 from loopwatch.core.jsnumber import format_js_number, int_text
@@ -325,6 +325,32 @@ class _Stripper:
         return stripped
 
 
+#: The newest result hash :func:`hash_tool_outcome` made and the 32 bytes its hex digits
+#: stand for (see :func:`result_digest`). One tuple, replaced whole, so a thread reads a
+#: consistent pair; it keeps the hash alive, so no other string can have its identity.
+_last_result: tuple[str, bytes] = ("", b"")
+
+
+def _hashed(raw: bytes, prefix: str = "", unknown_tool_name: str | None = None) -> OutcomeHash:
+    """The outcome whose result hash is ``prefix`` and the hex digits of ``raw``."""
+    global _last_result
+    result_hash = prefix + raw.hex()
+    _last_result = (result_hash, raw)
+    return OutcomeHash(result_hash, unknown_tool_name)
+
+
+def result_digest(result_hash: str) -> bytes | None:
+    """The 32 digest bytes of ``result_hash`` when it is the very string
+    :func:`hash_tool_outcome` made last; else ``None``.
+
+    The result hash a guarded call made is usually the next one the memory store parses
+    back into bytes (its record's packed digest): this hands it the bytes instead. Proven
+    equal by identity: that string is ``"error:"`` or nothing, then ``raw.hex()``.
+    """
+    last = _last_result
+    return last[1] if last[0] is result_hash else None
+
+
 def hash_tool_outcome(
     tool_name: str,
     params: object,
@@ -344,13 +370,13 @@ def hash_tool_outcome(
     normalizers = validate_normalizers(normalizers) if normalizers else ()
     if error is not UNDEFINED:
         text = error_text(error)
-        return OutcomeHash(_ERROR_PREFIX + digest(text), extract_unknown_tool_name(text))
+        return _hashed(digest_bytes(text), _ERROR_PREFIX, extract_unknown_tool_name(text))
     if type(result) is str:  # the usual result of a shell tool: a text (checked first, cheap)
-        return OutcomeHash(digest(result))
+        return _hashed(digest_bytes(result))
     if type(result) is not dict and not isinstance(result, Mapping):
         if result is UNDEFINED:
             return _NO_HASH
-        return OutcomeHash(digest(result))
+        return _hashed(digest_bytes(result))
 
     raw_details = result.get("details")
     details: Mapping[Any, Any] = (
@@ -380,11 +406,11 @@ def hash_tool_outcome(
     elif _is_send(tool_name, params, send_tools):
         special = strip_send_ids(details)
     if special is not None:
-        return OutcomeHash(digest(special))
+        return _hashed(digest_bytes(special))
 
     if tool_name == "update_plan" and "update_plan" in normalizers:
-        return OutcomeHash(digest({"details": reduce_update_plan(details), "text": ""}))
-    return OutcomeHash(digest_details_and_text(details, raw_text))
+        return _hashed(digest_bytes({"details": reduce_update_plan(details), "text": ""}))
+    return _hashed(details_and_text_bytes(details, raw_text))
 
 
 __all__ = [
@@ -394,5 +420,6 @@ __all__ = [
     "error_text",
     "extract_unknown_tool_name",
     "hash_tool_outcome",
+    "result_digest",
     "strip_send_ids",
 ]

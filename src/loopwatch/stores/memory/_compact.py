@@ -16,6 +16,8 @@ from collections.abc import Callable
 from operator import attrgetter
 from typing import Final
 
+from loopwatch.core.fingerprint import signature_digest
+from loopwatch.core.outcomes import result_digest
 from loopwatch.core.records import ToolCallRecord
 
 #: A record's packed form: the args digest (32 bytes), the result key (the result digest
@@ -55,6 +57,9 @@ def call_key(tool_name: str, args_hash: str) -> bytes | str:
     """
     if type(tool_name) is not str or type(args_hash) is not str:
         return args_hash  # not from the guard: kept and compared as it is
+    raw = signature_digest(tool_name, args_hash)
+    if raw is not None:  # the args hash the guard just made: its bytes, not parsed back
+        return raw
     colon = len(tool_name)
     if len(args_hash) == colon + 65 and args_hash[colon] == ":" and args_hash.startswith(tool_name):
         text = args_hash[colon + 1 :]
@@ -74,6 +79,11 @@ def result_key(result_hash: str) -> bytes | str:
     """
     if type(result_hash) is not str:
         return result_hash
+    raw = result_digest(result_hash)
+    if raw is not None:  # the result hash the guard just made: its bytes, not parsed back
+        # (64 hex digits never start with "error:")
+        kind = _ERROR if result_hash.startswith(_ERROR_PREFIX) else _DIGEST
+        return raw + _KIND_BYTES[kind]
     if result_hash.startswith(_ERROR_PREFIX):
         digest = _digest(result_hash[len(_ERROR_PREFIX) :])
         kind = _ERROR

@@ -83,25 +83,12 @@ class _Session:
         self.touched = 0.0
 
 
-class _Postponed:
-    """The append of a ``begin_call``, applied by the store's next operation."""
-
-    __slots__ = ("history_size", "key", "pending", "session", "session_key")
-
-    def __init__(
-        self,
-        session_key: str,
-        session: _Session,
-        pending: ToolCallRecord,
-        history_size: int,
-        key: bytes | str,
-    ) -> None:
-        self.session_key = session_key
-        self.session = session
-        self.pending = pending
-        self.history_size = history_size
-        #: The pending record's call key, computed once for the view and the append.
-        self.key = key
+#: The append of a ``begin_call``, applied by the store's next operation: the session's
+#: key and object, the pending record, the history size and the pending record's call key
+#: (computed once for the view and the append). A plain tuple, not a slotted class: one is
+#: built on every guarded call, and a tuple display costs a quarter of a class's
+#: ``__init__`` (90 against 320 ns).
+_Postponed = tuple[str, _Session, ToolCallRecord, int, bytes | str]
 
 
 class MemoryStore(Store):
@@ -187,9 +174,8 @@ class MemoryStore(Store):
         postponed = self._postponed
         if postponed is not None:  # (callers check first: this runs on every operation)
             self._postponed = None
-            postponed.session.history.append(
-                postponed.pending, postponed.history_size, postponed.key
-            )
+            _key, session, pending, history_size, key = postponed
+            session.history.append(pending, history_size, key)
 
     # --- operations ------------------------------------------------------------------
 
@@ -216,7 +202,7 @@ class MemoryStore(Store):
                 return session.history.view(run_id)
             # The detectors ask about the pending record's call: its key serves both.
             key = call_key(pending.tool_name, pending.args_hash)
-            self._postponed = _Postponed(session_key, session, pending, history_size, key)
+            self._postponed = (session_key, session, pending, history_size, key)
             # SessionHistory.view, inlined (once per guarded call)
             run = session.history.runs.get(run_id, NO_RECORDS)
             return RunView(run, (pending.tool_name, pending.args_hash, key))
@@ -224,11 +210,7 @@ class MemoryStore(Store):
     def cancel_call(self, session_key: str, pending: ToolCallRecord, now: float) -> None:
         with self._lock:
             postponed = self._postponed
-            if (
-                postponed is not None
-                and postponed.pending is pending
-                and postponed.session_key == session_key
-            ):
+            if postponed is not None and postponed[2] is pending and postponed[0] == session_key:
                 # Never appended: the history is as it was, trimmed records included.
                 self._postponed = None
                 self._touch(session_key, now)
@@ -275,10 +257,11 @@ class MemoryStore(Store):
         session touched once. ``None`` (nothing done) in any other case.
         """
         postponed = self._postponed
-        if postponed is None or postponed.session_key != session_key:
+        if postponed is None:
             return None
-        pending = postponed.pending
-        session = postponed.session
+        postponed_key, session, pending, history_size, key = postponed
+        if postponed_key != session_key:
+            return None
         ttl = self.idle_ttl_s
         outcome = write.outcome
         if (
@@ -287,7 +270,7 @@ class MemoryStore(Store):
             or pending.args_hash != write.args_hash
             or pending.tool_name != write.tool_name
             or (write.tool_call_id and pending.tool_call_id != write.tool_call_id)
-            or postponed.history_size < 1
+            or history_size < 1
             or (ttl is not None and now - session.touched > ttl)
             or self._sessions.get(session_key) is not session
         ):
@@ -304,9 +287,9 @@ class MemoryStore(Store):
             write.facts,
         )
         history = session.history
-        history.add_filled(filled, postponed.key)
+        history.add_filled(filled, key)
         # Both trims (the append's, then the outcome's) at once: each keeps the newest.
-        history.trim(min(postponed.history_size, write.history_size))
+        history.trim(min(history_size, write.history_size))
         self._sessions.move_to_end(session_key)
         session.touched = now
         return filled
