@@ -225,7 +225,9 @@ def test_a_call_alone_after_its_refused_batch_is_decided_on_the_recorded_history
     critical = BY_NAME["repeat"].blocked_message
     assert len(read) == 30
     assert all(r.startswith(READ_RESULT) for r in read[:18])
-    assert read[18:21] == [BATCH_SIBLING_BLOCKED, BATCH_SIBLING_BLOCKED, critical]
+    # CrewAI runs a turn's calls on threads: which of the three reaches the guard last (the
+    # critical one) varies from run to run, so the batch is compared as a multiset.
+    assert sorted(read[18:21]) == sorted([BATCH_SIBLING_BLOCKED, BATCH_SIBLING_BLOCKED, critical])
     assert all(r.startswith(READ_RESULT) for r in read[21:23])  # the 19th and 20th run
     assert read[23:] == [critical] * 7
     assert tools.total == 20 == len(guard.history(session_key="crew-1"))
