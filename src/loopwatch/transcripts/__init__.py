@@ -13,6 +13,9 @@ Each format is read by its own module into one data model (:class:`Transcript` â
 - ``codex``: Codex CLI rollouts, and ``openai-responses``: Responses API items
   (:mod:`.codex`);
 - ``gemini-cli``: Gemini CLI sessions and Gemini API contents (:mod:`.gemini`);
+- ``qwen-code``: Qwen Code chat recordings (:mod:`.qwen`);
+- ``opencode``: OpenCode sessions: ``opencode export`` output, the storage folder and the
+  SQLite database (:mod:`.opencode`);
 - ``cursor``: Cursor agent transcripts (:mod:`.cursor`);
 - ``swe-agent`` trajectories (:mod:`.swe_agent`), ``mini-swe-agent`` ones
   (:mod:`.mini_swe_agent`);

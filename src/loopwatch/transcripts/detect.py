@@ -4,7 +4,8 @@ Detection looks at structure, never at file names (a ``.json`` may hold JSONL an
 other way round):
 
 1. The whole text parses as one JSON document. An object is a SWE-agent trajectory
-   (``trajectory`` steps), a mini-swe-agent one (``trajectory_format``), a Gemini CLI
+   (``trajectory`` steps), a mini-swe-agent one (``trajectory_format``), ``opencode
+   export`` output (``info`` + ``messages[]`` of ``{"info", "parts"}``), a Gemini CLI
    session (``messages[].toolCalls``), an OpenHands ``history`` or single event, a Responses
    API response or request (``output`` / ``input`` items), Gemini ``contents``, tau2-bench
    results or simulations (``simulations``; ``task_id`` + ``termination_reason``), or chat
@@ -18,7 +19,10 @@ other way round):
    JSONL; ``traceSchema: openclaw-trajectory`` → OpenClaw trajectory; a Codex envelope
    (``session_meta``, ``response_item``, ...) or legacy header → Codex; ``traj`` →
    tau-bench; ``instance_id`` + ``history`` → OpenHands evaluation output; an OpenClaw entry
-   type → OpenClaw; ``session_id`` records → Claude Code SDK; a ``sessionId`` +
+   type → OpenClaw; ``session_id`` records → Claude Code SDK; a Qwen Code record
+   (``uuid`` + ``sessionId`` with Gemini ``message.parts``, ``tool_result`` type,
+   ``systemPayload`` or ``toolCallResult``; also when only a later one of the first 50 lines
+   shows it) → Qwen Code; a ``sessionId`` +
    ``projectHash`` header → Gemini CLI (JSONL sessions); a Claude Code record
    (``sessionId``, ``parentUuid``, ``user`` / ``assistant`` / ``summary`` types) → Claude
    Code; a Responses item → Responses; ``role`` + ``message`` → Cursor; a bare ``role`` →
@@ -26,6 +30,10 @@ other way round):
    ``tool_call`` events is the Cursor CLI's (``--output-format stream-json``).
 3. Not JSON at all, but a first line ``user:`` / ``assistant:``: a Cursor plain-text
    agent transcript.
+
+Paths, before any of that: an OpenCode ``storage/`` folder (or a ``session/<project>/
+<id>.json`` inside one) and a SQLite file (OpenCode's ``opencode.db``) are read by
+:mod:`.opencode`.
 
 Valid JSON of any other shape is :class:`NotATranscript`, naming its top-level keys, and so
 are a Cline / Roo Code ``ui_messages.json`` and a Gemini CLI ``logs.json`` (their calls
@@ -36,6 +44,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import stat
 from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
@@ -89,6 +98,13 @@ from loopwatch.transcripts.openclaw_trajectory import (
     is_trajectory_event,
     read_openclaw_trajectory,
 )
+from loopwatch.transcripts.opencode import (
+    is_database,
+    is_opencode_export,
+    read_database,
+    read_opencode_export,
+    read_storage,
+)
 from loopwatch.transcripts.openhands import (
     is_event,
     is_event_list,
@@ -102,10 +118,13 @@ from loopwatch.transcripts.paths import (
     event_files,
     find_transcripts,
     is_event_folder,
+    is_storage_folder,
     read_bytes,
     side_file_reason,
+    storage_session_file,
     walk_transcripts,
 )
+from loopwatch.transcripts.qwen import is_qwen_record, read_qwen
 from loopwatch.transcripts.swe_agent import (
     is_swe_agent,
     is_swe_agent_history,
@@ -293,6 +312,8 @@ def _object_reader(
     simulations = tau2_simulations(document)
     if simulations is not None:
         return "tau2-bench", lambda path: read_tau2(simulations, path)
+    if is_opencode_export(document):
+        return "opencode", lambda path: read_opencode_export(document, path)
     if is_gemini_session(document):
         messages: list[object] = list(document["messages"])  # type: ignore[call-overload]
         return "gemini-cli", lambda path: read_gemini_session(messages, path)
@@ -355,6 +376,8 @@ def _line_format(first: object, path: str, line: int) -> FormatName | None:
         return "openclaw"
     if kind is not None and "session_id" in first and "sessionId" not in first:
         return "claude-code-sdk"
+    if is_qwen_record(first):  # before Claude Code: the same uuid / sessionId fields
+        return "qwen-code"
     if is_gemini_jsonl_header(first):  # before Claude Code: both name a sessionId
         return "gemini-cli"
     if kind in _CLAUDE_CODE_TYPES or "sessionId" in first or "parentUuid" in first:
@@ -413,6 +436,7 @@ def _line_read(fmt: FormatName, text: str, path: str) -> Read | None:
         "openhands": lambda: _openhands_lines(text, path),
         "openai-responses": lambda: read_responses_items(lines, path),
         "gemini-cli": lambda: read_gemini_jsonl(lines, path),
+        "qwen-code": lambda: read_qwen(lines, path),
     }
     reader = readers.get(fmt)
     return reader() if reader is not None else None
@@ -532,12 +556,23 @@ def _parse_text(text: str, path: str, format: FormatName | None) -> Transcript:
     detected = format or _detect_lines(text, path, first)
     if detected == "claude-code-sdk" and format is None and _has_cursor_calls(text, path):
         detected = "cursor"  # the Cursor CLI streams Claude's events, but its own calls
+    if detected == "claude-code" and format is None and _has_qwen_records(text, path):
+        detected = "qwen-code"  # a Qwen Code file whose first records name no Qwen field
     if detected is not None:
         read = _line_read(detected, text, path)
         if read is not None:
             return _transcript(path, detected, read)
     fmt, read = _read_chat(list(json_lines(text, path)), path, detected)
     return _transcript(path, fmt, read)
+
+
+def _has_qwen_records(text: str, path: str) -> bool:
+    for index, (_line, value) in enumerate(json_lines(text, path)):
+        if index >= _DETECTION_LINES:
+            return False
+        if is_qwen_record(value):
+            return True
+    return False
 
 
 def _has_cursor_calls(text: str, path: str) -> bool:
@@ -604,10 +639,44 @@ def read_transcript(
     name = os.fspath(path)
     if (format is None or format == "openhands") and os.path.isdir(name) and is_event_folder(name):
         return read_event_folder(name, max_bytes=max_bytes)
+    if format in (None, "opencode"):
+        opencode = _read_opencode_store(name, max_bytes)
+        if opencode is not None:
+            return _transcript(name, "opencode", opencode)
     data = read_bytes(name, max_bytes=max_bytes)
     text = decode_text(data, name)
     del data  # the text is all the readers need; do not hold both
     return parse_text(text, path=name, format=format)
+
+
+def _peek(path: str) -> bytes:
+    """The first bytes of a regular file (``b""`` for anything else: read_bytes says why)."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    try:
+        descriptor = os.open(path, flags)
+    except OSError:
+        return b""
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return b""
+        return os.read(descriptor, 16)
+    except OSError:
+        return b""
+    finally:
+        os.close(descriptor)
+
+
+def _read_opencode_store(name: str, max_bytes: int) -> Read | None:
+    """OpenCode's storage folder, one session file in it, or its SQLite database; ``None``
+    for any other path."""
+    if os.path.isdir(name):
+        return read_storage(name, max_bytes=max_bytes) if is_storage_folder(name) else None
+    in_storage = storage_session_file(name)
+    if in_storage is not None:
+        return read_storage(in_storage[0], session_id=in_storage[1], max_bytes=max_bytes)
+    if is_database(_peek(name)):
+        return read_database(name, max_bytes=max_bytes)
+    return None
 
 
 def read_event_folder(folder: str, *, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Transcript:

@@ -58,7 +58,7 @@ from loopwatch.transcripts._common import (
 from loopwatch.transcripts.model import TranscriptError
 
 
-def _response_of(result: object) -> object:
+def response_of(result: object) -> object:
     """The ``functionResponse.response`` inside a recorded result (parts), or the result."""
     parts = result if isinstance(result, list) else [result]
     responses = [
@@ -71,7 +71,7 @@ def _response_of(result: object) -> object:
     return responses if responses else result
 
 
-def _shell_outcome(response: object) -> tuple[object, object] | None:
+def shell_outcome(response: object) -> tuple[object, object] | None:
     """``(result, error)`` of a ``run_shell_command`` response, or ``None`` for another
     (:func:`loopwatch.host_outcome.gemini_shell_text`)."""
     if not isinstance(response, Mapping) or not isinstance(response.get("output"), str):
@@ -149,13 +149,13 @@ def read_gemini_session(
             status = call.get("status")
             if "result" not in call and status not in ("error", "cancelled"):
                 continue
-            response = _response_of(call.get("result"))
+            response = response_of(call.get("result"))
             if status == "cancelled":
                 book.not_run += 1
             elif status == "error":
                 draft.error = _error_text(call, response)
             else:
-                draft.result, draft.error = _shell_outcome(response) or (response, UNDEFINED)
+                draft.result, draft.error = shell_outcome(response) or (response, UNDEFINED)
     return book.finish()
 
 
@@ -310,7 +310,7 @@ def read_gemini_contents(contents: Sequence[object], path: str) -> Read:
                 draft_for.error = response["error"]
                 draft_for.result = UNDEFINED
             else:
-                draft_for.result, draft_for.error = _shell_outcome(response) or (
+                draft_for.result, draft_for.error = shell_outcome(response) or (
                     response,
                     UNDEFINED,
                 )
@@ -344,4 +344,6 @@ __all__ = [
     "read_gemini_contents",
     "read_gemini_jsonl",
     "read_gemini_session",
+    "response_of",
+    "shell_outcome",
 ]

@@ -110,6 +110,47 @@ def is_event_folder(folder: str) -> bool:
     return event_files(folder) is not None
 
 
+# --- OpenCode's storage folder and database (read by transcripts.opencode) -------------
+
+
+def is_storage_folder(folder: str) -> bool:
+    """Whether ``folder`` is an OpenCode ``storage/`` folder (``session/``, ``message/``
+    and ``part/`` inside it)."""
+    return all(os.path.isdir(os.path.join(folder, name)) for name in ("session", "message", "part"))
+
+
+def storage_session_file(path: str) -> tuple[str, str] | None:
+    """``(storage folder, session id)`` for a ``storage/session/<project>/<id>.json`` file."""
+    name = os.path.basename(path)
+    if not name.endswith(".json"):
+        return None
+    sessions = os.path.dirname(os.path.dirname(os.path.abspath(path)))
+    if os.path.basename(sessions) != "session":
+        return None
+    root = os.path.dirname(sessions)
+    return (root, name[: -len(".json")]) if is_storage_folder(root) else None
+
+
+def migrated_storage(folder: str) -> bool:
+    """Whether a storage folder sits beside an ``opencode*.db`` (it was migrated into it)."""
+    parent = os.path.dirname(os.path.abspath(folder))
+    try:
+        return any(is_database_name(entry) for entry in os.listdir(parent))
+    except OSError:
+        return False
+
+
+#: Why a walk leaves out an OpenCode storage folder that has a database beside it.
+_MIGRATED: Final = (
+    "an OpenCode storage folder beside its opencode.db (migrated into it: the database is read)"
+)
+
+
+def is_database_name(name: str) -> bool:
+    """Whether a file name is OpenCode's database (``opencode.db``, ``opencode-<ch>.db``)."""
+    return name == "opencode.db" or (name.startswith("opencode-") and name.endswith(".db"))
+
+
 #: Side files hosts keep beside transcripts; a folder walk counts them, never reads them.
 _SIDE_FILE_NAMES: Final = frozenset(
     {
@@ -198,7 +239,18 @@ def _walk(
             if is_event_folder(entry.path):
                 yield entry.path  # one OpenHands session, one event per file: one transcript
                 continue
+            if is_storage_folder(entry.path):
+                if migrated_storage(entry.path):
+                    ignored.append(TranscriptError(entry.path, None, _MIGRATED))
+                else:
+                    yield entry.path  # OpenCode's sessions, a file per message and part
+                continue
             yield from _walk(entry.path, seen_dirs, seen_files, ignored)
+            continue
+        if is_database_name(entry.name) and stat.S_ISREG(info.st_mode):
+            if key not in seen_files:
+                seen_files.add(key)
+                yield entry.path  # OpenCode's SQLite database
             continue
         stem, suffix = os.path.splitext(entry.name.lower())
         compressed = suffix in COMPRESSED_SUFFIXES
@@ -227,8 +279,10 @@ def walk_transcripts(paths: Iterable[str | os.PathLike[str]]) -> Found:
     """Expand files and folders (recursively, each folder and file once) into files to read.
 
     Folders contribute their ``.jsonl`` / ``.json`` / ``.ndjson`` / ``.traj`` regular files
-    (compressed ones too, ``.jsonl.gz``, which the scan then reports as skipped, and the
-    ``.txt`` files of a Cursor ``agent-transcripts`` folder) in name order
+    (compressed ones too, ``.jsonl.gz``, which the scan then reports as skipped, the
+    ``.txt`` files of a Cursor ``agent-transcripts`` folder, and OpenCode's ``opencode.db``)
+    in name order; an OpenHands ``events/`` folder and an OpenCode ``storage/`` folder are
+    one transcript each
     (hidden entries, side files and special files left out and counted); files named
     explicitly are always included when they are regular files.
     """
@@ -257,7 +311,7 @@ def walk_transcripts(paths: Iterable[str | os.PathLike[str]]) -> Found:
                 continue
             seen_dirs.add(key)
             before = len(files) + len(ignored)
-            if is_event_folder(name):
+            if is_event_folder(name) or is_storage_folder(name):
                 files.append(name)
                 explicit.add(name)
                 continue
@@ -293,8 +347,12 @@ __all__ = [
     "Found",
     "event_files",
     "find_transcripts",
+    "is_database_name",
     "is_event_folder",
+    "is_storage_folder",
+    "migrated_storage",
     "read_bytes",
     "side_file_reason",
+    "storage_session_file",
     "walk_transcripts",
 ]
