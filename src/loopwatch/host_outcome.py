@@ -205,6 +205,32 @@ def codex_refusal(output: object) -> bool:
     return isinstance(output, str) and _CODEX_REFUSAL.match(output) is not None
 
 
+#: The end of a ``bash`` output OpenCode cut off (timeout, abort), new and old wording.
+_OPENCODE_BASH_KILLED: Final = re.compile(
+    r"<bash_metadata>\n(?:.*\n)*?(?:Shell tool terminated command after exceeding timeout"
+    r"|User aborted the command)"
+    r"|\(Command timed out after \d+ ms\)|\(Command was aborted\)"
+)
+#: How many characters at the end of a bash output are searched for the kill note.
+_OPENCODE_TAIL: Final = 400
+
+
+def opencode_bash_failed(metadata: object, output: object) -> bool:
+    """Whether an OpenCode ``bash`` call that completed failed: its ``metadata.exit`` is not
+    0, or (no exit code) OpenCode killed the command and said so at the end of its output.
+
+    One rule for ``loopwatch scan`` (the stored tool part) and ``loopwatch hook opencode``
+    (``tool.execute.after``'s ``output.metadata``), so a live call and its replay agree.
+    """
+    exit_code = metadata.get("exit") if isinstance(metadata, Mapping) else None
+    if isinstance(exit_code, int) and not isinstance(exit_code, bool):
+        return exit_code != 0
+    return (
+        isinstance(output, str)
+        and _OPENCODE_BASH_KILLED.search(output[-_OPENCODE_TAIL:]) is not None
+    )
+
+
 __all__ = [
     "MAX_OUTCOME_DEPTH",
     "VOLATILE_RESULT_KEYS",
@@ -213,4 +239,5 @@ __all__ = [
     "content_text",
     "gemini_shell_text",
     "is_openclaw_shaped",
+    "opencode_bash_failed",
 ]

@@ -75,3 +75,26 @@ def test_the_answers_the_plugin_reads() -> None:
     assert opencode.render(after, Outcome(warning="WARNING: y")).stdout == (
         '{"action": "allow", "warning": "WARNING: y"}'
     )
+
+
+def test_a_bash_call_that_exited_non_zero_is_a_failure() -> None:
+    # OpenCode completes a failing command as a plain result with metadata.exit: the hook
+    # records it as failed, as scan reads the stored part (one rule, host_outcome).
+    def after(tool: str, metadata: object, output: object = "FAILED test_login") -> object:
+        return opencode.parse(
+            {
+                "event": "tool.execute.after",
+                "input": {"tool": tool, "sessionID": "s", "callID": "c", "args": ARGS},
+                "output": {"output": output, "metadata": metadata},
+            }
+        )
+
+    failed = after("bash", {"exit": 1})
+    assert failed.error == "FAILED test_login" and failed.result is UNDEFINED
+    assert after("bash", {"exit": 2}, output="").error == "exit code non-zero"
+    passed = after("bash", {"exit": 0})
+    assert passed.result == "FAILED test_login" and passed.error is UNDEFINED
+    killed = after("bash", {"exit": None}, output="partial\n(Command timed out after 120000 ms)")
+    assert killed.error is not UNDEFINED
+    for other in (after("read", {"exit": 1}), after("bash", {"exit": True}), after("bash", "1")):
+        assert other.error is UNDEFINED and other.result == "FAILED test_login"

@@ -6,7 +6,9 @@ OpenCode has no command hooks, only plugins, and two plugin APIs
 ``tool.execute.before(input, output)`` with ``input = {tool, sessionID, callID}``, ``output
 = {args}`` (throwing blocks the call, and the error text goes to the model as the tool's
 error), ``tool.execute.after(input, output)`` with ``output = {title, output, metadata}``
-(the plugin may append to ``output.output``), and ``experimental.session.compacting``.
+(the plugin may append to ``output.output``; a ``bash`` call whose ``metadata.exit`` is
+not 0 is recorded as failed, as ``loopwatch scan`` reads it), and
+``experimental.session.compacting``.
 2.x registers ``ctx.tool.hook("execute.before" | "execute.after", cb)`` with one event
 ``{tool, sessionID, agent, messageID, id, input[, status, result | error]}``; the plugin
 translates it to the same messages. The plugin sends loopwatch one JSON object per event:
@@ -36,6 +38,7 @@ from typing import Any, Final
 
 from loopwatch.core._undefined import UNDEFINED
 from loopwatch.hooks._core import CompactionCheck, HookEvent, HookResult, Outcome, text
+from loopwatch.host_outcome import opencode_bash_failed
 
 AGENT: Final = "opencode"
 REMEMBER_RUN: Final = False
@@ -66,6 +69,13 @@ def parse(payload: dict[str, Any]) -> HookEvent:
             error = payload["error"]
         else:
             result = output.get("output", UNDEFINED)
+            # A shell command that exited non-zero completes as a plain result: a failure,
+            # by the rule scan reads stored sessions with.
+            if text(data, "tool") == "bash" and opencode_bash_failed(
+                output.get("metadata"), result
+            ):
+                error = result if result not in (UNDEFINED, None, "") else "exit code non-zero"
+                result = UNDEFINED
     return HookEvent(
         kind=_KINDS.get(name, "ignore"),  # type: ignore[arg-type]
         name=name,

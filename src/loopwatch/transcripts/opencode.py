@@ -44,13 +44,13 @@ skipped calls when their type names a tool.
 from __future__ import annotations
 
 import os
-import re
 import sqlite3
 import stat
 import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Final
 
+from loopwatch.host_outcome import opencode_bash_failed
 from loopwatch.transcripts._common import (
     CallBook,
     CallDraft,
@@ -83,14 +83,6 @@ _KNOWN_PARTS: Final = frozenset(
         "compaction",
     }
 )
-#: The end of a ``bash`` output OpenCode cut off (timeout, abort), new and old wording.
-_BASH_KILLED: Final = re.compile(
-    r"<bash_metadata>\n(?:.*\n)*?(?:Shell tool terminated command after exceeding timeout"
-    r"|User aborted the command)"
-    r"|\(Command timed out after \d+ ms\)|\(Command was aborted\)"
-)
-#: How many characters at the end of a bash output are searched for the kill note.
-_TAIL: Final = 400
 #: The leading bytes of every SQLite 3 database file.
 SQLITE_MAGIC: Final = b"SQLite format 3\x00"
 
@@ -116,14 +108,6 @@ def _step_tokens(part: Mapping[str, object]) -> int | None:
             count += int(value)
             found = True
     return count if found else None
-
-
-def _bash_failed(state: Mapping[str, object], output: object) -> bool:
-    metadata = state.get("metadata")
-    exit_code = metadata.get("exit") if isinstance(metadata, Mapping) else None
-    if isinstance(exit_code, int) and not isinstance(exit_code, bool):
-        return exit_code != 0
-    return isinstance(output, str) and _BASH_KILLED.search(output[-_TAIL:]) is not None
 
 
 class _SessionReader:
@@ -198,7 +182,7 @@ class _SessionReader:
         status = state.get("status")
         if status == "completed":
             output = state.get("output")
-            if tool == "bash" and _bash_failed(state, output):
+            if tool == "bash" and opencode_bash_failed(state.get("metadata"), output):
                 draft.error = output if output not in (None, "") else "exit code non-zero"
             else:
                 draft.result = output
