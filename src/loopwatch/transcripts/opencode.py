@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import stat
 import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Final
@@ -64,6 +63,7 @@ from loopwatch.transcripts._common import (
 from loopwatch.transcripts.model import Compaction, NotATranscript, TranscriptError
 from loopwatch.transcripts.paths import (
     DEFAULT_MAX_FILE_BYTES,
+    check_readable,
     read_bytes,
 )
 
@@ -351,15 +351,7 @@ def read_database(path: str, *, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Read
         info = os.stat(path)
     except OSError as exc:
         raise TranscriptError(path, None, f"cannot read: {exc.strerror or exc}") from exc
-    if not stat.S_ISREG(info.st_mode):
-        raise TranscriptError(path, None, "not a regular file")
-    if info.st_size > max_bytes:
-        raise TranscriptError(
-            path,
-            None,
-            f"larger than the {max_bytes // (1024 * 1024)} MiB limit per file "
-            f"({info.st_size} bytes; raise it with --max-file-size)",
-        )
+    check_readable(path, info, max_bytes)
     uri = "file:" + urllib.parse.quote(os.path.abspath(path)) + "?mode=ro"
     try:
         connection = sqlite3.connect(uri, uri=True)

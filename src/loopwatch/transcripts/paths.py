@@ -43,6 +43,24 @@ def _kind_of(mode: int) -> str:
     return "not a regular file"
 
 
+def check_readable(path: str, info: os.stat_result, max_bytes: int) -> None:
+    """Refuse what ``scan`` never reads: anything but a regular file (a FIFO would block, a
+    device never ends), and a file over the per-file limit.
+
+    Raises:
+        TranscriptError: naming the kind of file, or its size and the limit.
+    """
+    if not stat.S_ISREG(info.st_mode):
+        raise TranscriptError(path, None, f"not a regular file ({_kind_of(info.st_mode)})")
+    if info.st_size > max_bytes:
+        raise TranscriptError(
+            path,
+            None,
+            f"larger than the {max_bytes // (1024 * 1024)} MiB limit per file "
+            f"({info.st_size} bytes; raise it with --max-file-size)",
+        )
+
+
 def read_bytes(path: str, *, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> bytes:
     """The bytes of a regular file no bigger than ``max_bytes``.
 
@@ -58,16 +76,7 @@ def read_bytes(path: str, *, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> bytes:
     except OSError as exc:
         raise TranscriptError(path, None, f"cannot read: {exc.strerror or exc}") from exc
     try:
-        info = os.fstat(descriptor)
-        if not stat.S_ISREG(info.st_mode):
-            raise TranscriptError(path, None, f"not a regular file ({_kind_of(info.st_mode)})")
-        if info.st_size > max_bytes:
-            raise TranscriptError(
-                path,
-                None,
-                f"larger than the {max_bytes // (1024 * 1024)} MiB limit per file "
-                f"({info.st_size} bytes; raise it with --max-file-size)",
-            )
+        check_readable(path, os.fstat(descriptor), max_bytes)
         if hasattr(os, "set_blocking"):
             os.set_blocking(descriptor, True)
         with os.fdopen(descriptor, "rb", closefd=False) as stream:
