@@ -14,7 +14,6 @@ Nothing here imports a framework.
 
 from __future__ import annotations
 
-import contextvars
 import json
 import logging
 import threading
@@ -35,6 +34,7 @@ from loopwatch.integrations._shared import (
     Outcome,
     append_warning,
     batch_admission,
+    note_warned,
 )
 
 T = TypeVar("T")
@@ -48,55 +48,6 @@ STREAM_STOP_LOG: Final = (
 )
 #: Operator-facing log line when ``before_batch`` failed and the calls are decided alone.
 BATCH_FAILED_LOG: Final = "before_batch failed ({error}); deciding each call on its own"
-
-
-#: The answers (and raised errors) that inner loopwatch layers of another guard warned
-#: while the current layer's tool ran, by ``id``: ``(warned, original)``. An outer layer
-#: records the original, so one guard's warning (a changed text) does not read as another
-#: outcome to the other guard, whose no-progress count would start over at each warning
-#: and never reach the block.
-_WARNED: contextvars.ContextVar[dict[int, tuple[object, object]] | None] = contextvars.ContextVar(
-    "loopwatch_warned", default=None
-)
-
-
-def _note_warned(warned: object, original: object) -> None:
-    """Tell the layer around this one (if any) that ``warned`` is ``original`` plus a
-    warning."""
-    seen = _WARNED.get()
-    if seen is not None and warned is not original:
-        seen[id(warned)] = (warned, _unwarned(original, seen))
-
-
-def _unwarned(answer: T, seen: dict[int, tuple[object, object]] | None) -> T:
-    """``answer`` without the warnings inner layers appended to it."""
-    entry = seen.get(id(answer)) if seen else None
-    if entry is None or entry[0] is not answer:
-        return answer
-    return cast(T, entry[1])
-
-
-def _recorded(outcome: Outcome, seen: dict[int, tuple[object, object]]) -> Outcome:
-    """``outcome`` without inner layers' warnings, also when the framework wrapped the
-    warned value it got from them (LangChain's ``ToolMessage`` around a ``guard.tool``
-    function's text)."""
-    if not seen:
-        return outcome
-    return Outcome(result=_unwarned(outcome.result, seen), error=_unwarned(outcome.error, seen))
-
-
-def _warned_answer(translator: Translator[T], answer: T, warning: str | None) -> T:
-    if warning is None:
-        return answer
-    warned = translator.add_warning(answer, warning)
-    _note_warned(warned, answer)
-    return warned
-
-
-def _warned_error(translator: object, error: Exception, warning: str) -> Exception:
-    shown = _failed(translator, error, warning)
-    _note_warned(shown, error)
-    return shown
 
 
 class Translator(Protocol[T]):
@@ -139,6 +90,17 @@ def _failed(translator: object, error: Exception, warning: str) -> Exception:
     failed = getattr(translator, "failed", None)
     shown = failed(error, warning) if failed is not None else error
     return shown if isinstance(shown, Exception) else error
+
+
+def _warned(tc: ToolCall, translator: Translator[T], answer: T) -> T:
+    """The answer for the model: ``answer`` with the call's emitted warning appended (and
+    noted, for an outer layer of another guard to record ``answer`` without it)."""
+    warning = tc.warning
+    if warning is None:
+        return answer
+    warned = translator.add_warning(answer, warning)
+    note_warned(warned, tc.inner_original(answer))
+    return warned
 
 
 class TextTranslator:
@@ -193,28 +155,25 @@ def guarded_call(tc: ToolCall, run: Callable[[], T], translator: Translator[T]) 
     tc.start()
     if tc.blocked:
         return translator.blocked(cast(str, tc.message))
-    seen: dict[int, tuple[object, object]] = {}
-    token = _WARNED.set(seen)
     try:
         with tc.scope():
             answer = run()
     except Exception as exc:
-        _WARNED.reset(token)
         if _passes(translator, exc):
             raise
-        tc.error(_unwarned(exc, seen))
+        tc.error(tc.inner_original(exc))
         tc.finish()
         warning = tc.warning
         if warning is None:
             raise
-        shown = _warned_error(translator, exc, warning)
+        shown = _failed(translator, exc, warning)
+        note_warned(shown, tc.inner_original(exc))
         if shown is exc:
             raise
         raise shown from exc
-    _WARNED.reset(token)
-    tc.outcome(_recorded(translator.outcome(_unwarned(answer, seen)), seen))
+    tc.outcome(translator.outcome(tc.inner_original(answer)))
     tc.finish()
-    return _warned_answer(translator, answer, tc.warning)
+    return _warned(tc, translator, answer)
 
 
 async def aguarded_call(
@@ -224,28 +183,25 @@ async def aguarded_call(
     await tc.astart()
     if tc.blocked:
         return translator.blocked(cast(str, tc.message))
-    seen: dict[int, tuple[object, object]] = {}
-    token = _WARNED.set(seen)
     try:
         with tc.scope():
             answer = await run()
     except Exception as exc:
-        _WARNED.reset(token)
         if _passes(translator, exc):
             raise
-        tc.error(_unwarned(exc, seen))
+        tc.error(tc.inner_original(exc))
         await tc.afinish()
         warning = tc.warning
         if warning is None:
             raise
-        shown = _warned_error(translator, exc, warning)
+        shown = _failed(translator, exc, warning)
+        note_warned(shown, tc.inner_original(exc))
         if shown is exc:
             raise
         raise shown from exc
-    _WARNED.reset(token)
-    tc.outcome(_recorded(translator.outcome(_unwarned(answer, seen)), seen))
+    tc.outcome(translator.outcome(tc.inner_original(answer)))
     await tc.afinish()
-    return _warned_answer(translator, answer, tc.warning)
+    return _warned(tc, translator, answer)
 
 
 # --- batch admission --------------------------------------------------------------------------

@@ -25,7 +25,7 @@ import threading
 import weakref
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias, TypeVar
 
 from loopwatch.core._undefined import UNDEFINED
 from loopwatch.core.jsstr import js_trim
@@ -35,6 +35,8 @@ from loopwatch.messages import UNKNOWN_TOOL_ERROR, WARNING_SEPARATOR
 
 if TYPE_CHECKING:
     from loopwatch.core.records import ToolCallRecord
+
+_T = TypeVar("_T")
 
 OnCritical = Literal["block_call", "end_run", "recover"]
 
@@ -395,6 +397,46 @@ def guarding(guard: object, session_key: object) -> Iterator[None]:
         yield
     finally:
         leave_guarding(token)
+
+
+#: The answers (and raised errors) that inner loopwatch layers of *another* guard warned
+#: while the current layer's tool ran, by ``id``: ``(warned, original)``. The outer layer
+#: records the original: one guard's warning (a changed text) must not read as another
+#: outcome to the other guard, whose no-progress count would start over at each warning
+#: and never reach the block (a shadow guard inside an enforcing one).
+WarnedAnswers: TypeAlias = "dict[int, tuple[object, object]]"
+_WARNED: contextvars.ContextVar[WarnedAnswers | None] = contextvars.ContextVar(
+    "loopwatch_warned", default=None
+)
+
+
+def note_warned(warned: object, original: object) -> None:
+    """Tell the layer around this one, if any, that ``warned`` is ``original`` with a
+    warning appended."""
+    seen = _WARNED.get()
+    if seen is not None and warned is not original:
+        seen[id(warned)] = (warned, original)
+
+
+def unwarned(value: _T, seen: WarnedAnswers | None) -> _T:
+    """``value`` as it was before an inner layer appended its warning (``value`` itself
+    when none did)."""
+    entry = seen.get(id(value)) if seen else None
+    if entry is None or entry[0] is not value:
+        return value
+    return entry[1]  # type: ignore[return-value]
+
+
+def collect_warned(seen: WarnedAnswers) -> contextvars.Token[Any]:
+    """Collect the answers inner layers warn into ``seen``, in the current context, until
+    :func:`stop_collecting`."""
+    return _WARNED.set(seen)
+
+
+def stop_collecting(token: contextvars.Token[Any]) -> None:
+    """Undo :func:`collect_warned` (a token from another context is ignored)."""
+    with contextlib.suppress(ValueError, RuntimeError):
+        _WARNED.reset(token)
 
 
 # --- critical strikes (on_critical="recover") -------------------------------------------------
