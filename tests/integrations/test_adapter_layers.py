@@ -81,6 +81,44 @@ def test_another_session_or_guard_is_guarded_on_its_own() -> None:
     assert len(other.history(session_key=S)) == 1
 
 
+@pytest.mark.parametrize("outer_layer", ["guard.tool", "guard.call"])
+@pytest.mark.parametrize("asynchronous", [False, True])
+async def test_a_shadow_guard_inside_does_not_keep_the_outer_guard_from_blocking(
+    outer_layer: str, asynchronous: bool
+) -> None:
+    # The inner guard.tool function of another guard appends its warning at the 11th
+    # call: the outer layer recorded that text as another outcome and never blocked.
+    inner = LoopGuard(CONFIG, enforce=False)
+    outer = LoopGuard(CONFIG)
+    runs = Runs()
+    if asynchronous:
+
+        async def aread(path: str) -> str:
+            return runs(path)
+
+        tool: Any = inner.tool(aread, session_key=S, name=TOOL)
+    else:
+        tool = inner.tool(runs, session_key=S, name=TOOL)
+
+    async def once(i: int) -> object:
+        if outer_layer == "guard.tool":
+            wrapped = outer.tool(tool, session_key=S, name=TOOL)
+            shown = wrapped(**ARGS)
+            return await shown if asynchronous else shown
+        with outer.call(TOOL, ARGS, session_key=S, tool_call_id=f"c-{i}") as c:
+            if not c.blocked:
+                answer = tool(**ARGS)
+                c.result(await answer if asynchronous else answer)
+        return c.shown
+
+    shown = [await once(i) for i in range(14)]
+    assert shown[12] == CRITICAL
+    assert runs.count == 12
+    history = outer.history(session_key=S)
+    assert len(history) == 12
+    assert len({record.result_hash for record in history}) == 1
+
+
 def test_only_the_first_inner_call_passes_through() -> None:
     # A tool that calls a guarded helper twice (or a sub-agent sharing the session): the
     # first inner call is the outer call itself; the second is a call of its own.
