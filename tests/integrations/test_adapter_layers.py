@@ -406,3 +406,31 @@ def test_the_adapter_layer_never_imports_the_guard(module: str) -> None:
         and any(a.name == "guard" for a in node.names)
         for node in ast.walk(tree)
     )
+
+
+def test_a_failing_tool_reads_its_warning_through_guard_call_not_guard_tool() -> None:
+    # What the README says of a failing tool in a hand-written loop: guard.tool raises the
+    # exception on unchanged (no warning in it); guard.call gives the warning to append.
+    guard = LoopGuard(CONFIG)
+    failure = RuntimeError("disk on fire")
+
+    @guard.tool(session_key="tool", name=TOOL)
+    def read_file(path: str) -> str:
+        raise failure
+
+    raised = []
+    for _ in range(11):
+        with pytest.raises(RuntimeError) as info:
+            read_file(**ARGS)
+        raised.append(info.value)
+    assert all(exc is failure for exc in raised)
+    assert str(raised[-1]) == "disk on fire"
+
+    warnings = []
+    for i in range(11):
+        with guard.call(TOOL, ARGS, session_key="call", tool_call_id=f"c-{i}") as c:
+            c.error(failure)
+        assert c.shown is None
+        warnings.append(c.warning)
+    assert warnings[:10] == [None] * 10
+    assert warnings[10] is not None and warnings[10].startswith("WARNING: You have called")
