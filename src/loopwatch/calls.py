@@ -121,6 +121,7 @@ class ToolCall:
     """
 
     __slots__ = (
+        "_any_tool",
         "_batch",
         "_block_message",
         "_decision",
@@ -151,8 +152,13 @@ class ToolCall:
         tool_call_id: object = None,
         agent_id: object = None,
         options: AdapterOptions = DEFAULT_OPTIONS,
+        pass_through_any: bool = False,
     ) -> None:
         self._guard = guard
+        # A guard.tool function or guard.call block passes through the call of an outer
+        # layer on its guard and session whatever the tool is called there; a framework
+        # adapter's call, only that of the same tool (else it is a sub-agent's own call).
+        self._any_tool = pass_through_any
         self.tool_name = tool_name
         self.params = params
         self.options = options
@@ -307,7 +313,9 @@ class ToolCall:
         """Check the state; the decision already known (pass-through or admitted), if any."""
         if self._state != "new":
             raise RuntimeError(f"the call of {self.tool_name!r} was already started")
-        if claim_guarded(self._guard, self._ids["session_key"]):
+        if claim_guarded(
+            self._guard, self._ids["session_key"], self.tool_name, any_tool=self._any_tool
+        ):
             self._passthrough = True
             return PASS_THROUGH
         return self._preset
@@ -465,7 +473,7 @@ class ToolCall:
         reported is recorded without their warnings."""
         token = collect_warned(self._seen)
         try:
-            with guarding(self._guard, self._ids["session_key"]):
+            with guarding(self._guard, self._ids["session_key"], self.tool_name):
                 yield
         finally:
             stop_collecting(token)
@@ -477,7 +485,7 @@ class ToolCall:
 
     def _enter_scope(self) -> None:
         if self._state == "started" and not self.blocked:
-            self._scope = enter_guarding(self._guard, self._ids["session_key"])
+            self._scope = enter_guarding(self._guard, self._ids["session_key"], self.tool_name)
             self._warned_scope = collect_warned(self._seen)
 
     def _leave_scope(self) -> None:
@@ -578,6 +586,7 @@ def call(
         tool_call_id=tool_call_id,
         agent_id=agent_id,
         options=AdapterOptions(warn_model=warn_model, on_critical=on_critical),
+        pass_through_any=True,
     )
 
 

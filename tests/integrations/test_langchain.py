@@ -471,3 +471,38 @@ async def test_a_guard_tool_function_of_another_guard_keeps_the_middleware_block
     history = outer.history(session_key="thread-1")
     assert len(history) == BLOCK_AT - 1
     assert len({record.result_hash for record in history}) == 1
+
+
+def test_a_sub_agent_in_a_tool_on_one_guard_and_session_is_guarded_from_its_first_call() -> None:
+    # The child's first call of read_file, made while the parent's ask_child call was in
+    # flight, passed through as if it were that call: unguarded and unrecorded, so the
+    # child was warned and blocked one call late.
+    guard, events = make_guard()
+    counter = Counter()
+    child = create_agent(
+        ScriptedChatModel(script=looping(max_calls=30)),
+        tools=[read_tool(counter)],
+        middleware=[LoopGuardMiddleware(guard, session_key="shared")],
+    )
+
+    def ask_child(question: str) -> str:
+        """Ask the reader."""
+        state = child.invoke({"messages": [{"role": "user", "content": question}]}, RUN_CONFIG)
+        child_shown[:] = tool_messages(state)
+        return str(state["messages"][-1].content)
+
+    child_shown: list[ToolMessage] = []
+    parent = create_agent(
+        ScriptedChatModel(script=looping("ask_child", {"question": "notes?"}, max_calls=1)),
+        tools=[StructuredTool.from_function(func=ask_child)],
+        middleware=[LoopGuardMiddleware(guard, session_key="shared")],
+    )
+    parent.invoke(GO, RUN_CONFIG)
+
+    assert child_shown[WARN_AT - 1].content == WARNED_RESULT
+    assert child_shown[BLOCK_AT - 1].content == CRITICAL
+    assert counter.calls == BLOCK_AT - 1
+    names = [record.tool_name for record in guard.history(session_key="shared")]
+    assert names.count(TOOL) == BLOCK_AT - 1
+    assert names.count("ask_child") == 1
+    assert [e.type for e in events] == ["tool.loop", "tool.loop", "tool.execution.blocked"]

@@ -401,7 +401,7 @@ class LoopGuardrails:
             # after the input guardrails, from this one's context: a guard.tool function
             # inside then passes the call through instead of recording it twice. The mark
             # dies with this call's task (and is undone below where the context allows).
-            self._marks.put(key, enter_guarding(self.guard, session))
+            self._marks.put(key, enter_guarding(self.guard, session, context.tool_name))
         return ToolGuardrailFunctionOutput.allow(output_info=decision)
 
     async def _admit_turn(self, context: ToolContext[Any], session: object, run: object) -> None:
