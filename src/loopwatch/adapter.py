@@ -241,6 +241,7 @@ def _decorate(
             run_id=resolve_id(run_id),
             agent_id=agent_id,
             options=options,
+            pass_through_any=True,
         )
 
     if inspect.iscoroutinefunction(func):

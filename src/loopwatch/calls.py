@@ -23,9 +23,10 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
 
 from loopwatch.core._undefined import UNDEFINED
 from loopwatch.detectors.reference import NOT_STUCK, LoopVerdict
@@ -38,14 +39,18 @@ from loopwatch.integrations._shared import (
     GuardLike,
     OnCritical,
     Outcome,
+    WarnedAnswers,
     acritical_strike,
     append_warning,
     claim_guarded,
+    collect_warned,
     critical_strike,
     enter_guarding,
     guarding,
     leave_guarding,
     recovery_message,
+    stop_collecting,
+    unwarned,
 )
 from loopwatch.messages import BLOCKED_CALL_RAN, NO_OUTCOME_REPORTED
 
@@ -53,6 +58,8 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
     from loopwatch.core.records import ToolCallRecord
+
+_V = TypeVar("_V")
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +121,7 @@ class ToolCall:
     """
 
     __slots__ = (
+        "_any_tool",
         "_batch",
         "_block_message",
         "_decision",
@@ -124,8 +132,10 @@ class ToolCall:
         "_preset",
         "_record",
         "_scope",
+        "_seen",
         "_shown",
         "_state",
+        "_warned_scope",
         "options",
         "params",
         "tool_name",
@@ -142,8 +152,13 @@ class ToolCall:
         tool_call_id: object = None,
         agent_id: object = None,
         options: AdapterOptions = DEFAULT_OPTIONS,
+        pass_through_any: bool = False,
     ) -> None:
         self._guard = guard
+        # A guard.tool function or guard.call block passes through the call of an outer
+        # layer on its guard and session whatever the tool is called there; a framework
+        # adapter's call, only that of the same tool (else it is a sub-agent's own call).
+        self._any_tool = pass_through_any
         self.tool_name = tool_name
         self.params = params
         self.options = options
@@ -160,6 +175,9 @@ class ToolCall:
         self._passthrough = False
         self._block_message: str | None = None
         self._scope: contextvars.Token[Any] | None = None
+        # What inner layers of another guard warned while the tool ran (see scope()).
+        self._seen: WarnedAnswers = {}
+        self._warned_scope: contextvars.Token[Any] | None = None
         self._outcome: Outcome | None = None
         self._record: ToolCallRecord | None = None
         self._shown: object = None
@@ -259,6 +277,13 @@ class ToolCall:
             raise RuntimeError(BLOCKED_CALL_RAN.format(tool=self.tool_name))
         if self._state != "started":
             raise RuntimeError(f"an outcome of {self.tool_name!r} was already reported")
+        if self._seen:
+            # An inner layer of another guard (a shadow guard inside, a guard.tool function
+            # of another guard) appended its warning: record what the tool answered.
+            outcome = Outcome(
+                result=unwarned(outcome.result, self._seen),
+                error=unwarned(outcome.error, self._seen),
+            )
         self._outcome = outcome
         self._state = "reported"
 
@@ -288,7 +313,9 @@ class ToolCall:
         """Check the state; the decision already known (pass-through or admitted), if any."""
         if self._state != "new":
             raise RuntimeError(f"the call of {self.tool_name!r} was already started")
-        if claim_guarded(self._guard, self._ids["session_key"]):
+        if claim_guarded(
+            self._guard, self._ids["session_key"], self.tool_name, any_tool=self._any_tool
+        ):
             self._passthrough = True
             return PASS_THROUGH
         return self._preset
@@ -439,15 +466,32 @@ class ToolCall:
                 self.error(exc)
         return True
 
-    def scope(self) -> contextlib.AbstractContextManager[None]:
-        """While the tool runs: inner layers on the same guard and session pass through."""
-        return guarding(self._guard, self._ids["session_key"])
+    @contextlib.contextmanager
+    def scope(self) -> Iterator[None]:
+        """While the tool runs: inner layers on the same guard and session pass through,
+        and the answers inner layers of another guard warn are noted, so the outcome
+        reported is recorded without their warnings."""
+        token = collect_warned(self._seen)
+        try:
+            with guarding(self._guard, self._ids["session_key"], self.tool_name):
+                yield
+        finally:
+            stop_collecting(token)
+
+    def inner_original(self, value: _V) -> _V:
+        """``value`` (the tool's answer, or its error) as it was before an inner layer of
+        another guard appended its warning, while or after the tool ran in :meth:`scope`."""
+        return unwarned(value, self._seen)
 
     def _enter_scope(self) -> None:
         if self._state == "started" and not self.blocked:
-            self._scope = enter_guarding(self._guard, self._ids["session_key"])
+            self._scope = enter_guarding(self._guard, self._ids["session_key"], self.tool_name)
+            self._warned_scope = collect_warned(self._seen)
 
     def _leave_scope(self) -> None:
+        if self._warned_scope is not None:
+            stop_collecting(self._warned_scope)
+            self._warned_scope = None
         if self._scope is not None:
             leave_guarding(self._scope)
             self._scope = None
@@ -542,6 +586,7 @@ def call(
         tool_call_id=tool_call_id,
         agent_id=agent_id,
         options=AdapterOptions(warn_model=warn_model, on_critical=on_critical),
+        pass_through_any=True,
     )
 
 

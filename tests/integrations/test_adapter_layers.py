@@ -81,6 +81,44 @@ def test_another_session_or_guard_is_guarded_on_its_own() -> None:
     assert len(other.history(session_key=S)) == 1
 
 
+@pytest.mark.parametrize("outer_layer", ["guard.tool", "guard.call"])
+@pytest.mark.parametrize("asynchronous", [False, True])
+async def test_a_shadow_guard_inside_does_not_keep_the_outer_guard_from_blocking(
+    outer_layer: str, asynchronous: bool
+) -> None:
+    # The inner guard.tool function of another guard appends its warning at the 11th
+    # call: the outer layer recorded that text as another outcome and never blocked.
+    inner = LoopGuard(CONFIG, enforce=False)
+    outer = LoopGuard(CONFIG)
+    runs = Runs()
+    if asynchronous:
+
+        async def aread(path: str) -> str:
+            return runs(path)
+
+        tool: Any = inner.tool(aread, session_key=S, name=TOOL)
+    else:
+        tool = inner.tool(runs, session_key=S, name=TOOL)
+
+    async def once(i: int) -> object:
+        if outer_layer == "guard.tool":
+            wrapped = outer.tool(tool, session_key=S, name=TOOL)
+            shown = wrapped(**ARGS)
+            return await shown if asynchronous else shown
+        with outer.call(TOOL, ARGS, session_key=S, tool_call_id=f"c-{i}") as c:
+            if not c.blocked:
+                answer = tool(**ARGS)
+                c.result(await answer if asynchronous else answer)
+        return c.shown
+
+    shown = [await once(i) for i in range(14)]
+    assert shown[12] == CRITICAL
+    assert runs.count == 12
+    history = outer.history(session_key=S)
+    assert len(history) == 12
+    assert len({record.result_hash for record in history}) == 1
+
+
 def test_only_the_first_inner_call_passes_through() -> None:
     # A tool that calls a guarded helper twice (or a sub-agent sharing the session): the
     # first inner call is the outer call itself; the second is a call of its own.
@@ -368,3 +406,31 @@ def test_the_adapter_layer_never_imports_the_guard(module: str) -> None:
         and any(a.name == "guard" for a in node.names)
         for node in ast.walk(tree)
     )
+
+
+def test_a_failing_tool_reads_its_warning_through_guard_call_not_guard_tool() -> None:
+    # What the README says of a failing tool in a hand-written loop: guard.tool raises the
+    # exception on unchanged (no warning in it); guard.call gives the warning to append.
+    guard = LoopGuard(CONFIG)
+    failure = RuntimeError("disk on fire")
+
+    @guard.tool(session_key="tool", name=TOOL)
+    def read_file(path: str) -> str:
+        raise failure
+
+    raised = []
+    for _ in range(11):
+        with pytest.raises(RuntimeError) as info:
+            read_file(**ARGS)
+        raised.append(info.value)
+    assert all(exc is failure for exc in raised)
+    assert str(raised[-1]) == "disk on fire"
+
+    warnings = []
+    for i in range(11):
+        with guard.call(TOOL, ARGS, session_key="call", tool_call_id=f"c-{i}") as c:
+            c.error(failure)
+        assert c.shown is None
+        warnings.append(c.warning)
+    assert warnings[:10] == [None] * 10
+    assert warnings[10] is not None and warnings[10].startswith("WARNING: You have called")

@@ -244,3 +244,39 @@ async def test_without_the_agent_middleware_sessionless_runs_share_the_default()
     for _ in range(3):
         await make_agent(LoopScript(times=1), Tools(), [function, chat]).run("go")
     assert len(guard.history(session_key=DEFAULT_SESSION)) == 3
+
+
+@pytest.mark.parametrize("inner", ["middleware", "guard.tool"])
+@pytest.mark.parametrize("inner_enforces", [False, True])
+@pytest.mark.parametrize("row", ["repeat", "failing"])
+async def test_a_layer_of_another_guard_inside_keeps_the_outer_guard_blocking(
+    inner: str, inner_enforces: bool, row: str
+) -> None:
+    # Two guards, one inside the other (a second loopguard_middleware, or a guard.tool
+    # function of another guard as the tool): the outer middleware recorded the inner
+    # one's warned answer as another outcome, so with a shadow guard inside it never
+    # blocked. It records the function's own answer (its error, for a failure).
+    scenario = BY_NAME[row]
+    inner_guard, _ = make_guard(enforce=inner_enforces)
+    outer, events = make_guard()
+    tools = Tools()
+    middleware = loopguard_middleware(outer, session_key="s-1")
+    functions: list[Any] = [tools.read_file, tools.flaky_read]
+    if inner == "middleware":
+        middleware = [*middleware, *loopguard_middleware(inner_guard, session_key="s-1")]
+    elif row == "repeat":
+        functions = [inner_guard.tool(tools.read_file, session_key="s-1", name="read_file")]
+    else:
+        functions = [inner_guard.tool(tools.flaky_read, session_key="s-1", name="flaky_read")]
+    agent = Agent(
+        client=ScriptedChatClient(scenario.script), tools=functions, middleware=middleware
+    )
+    results = [text(r) for r in shown(await agent.run("Summarise notes.txt"))]
+
+    assert tools.total == scenario.executions
+    assert blocks(events) == scenario.blocks
+    history = outer.history(session_key="s-1")
+    assert len(history) == scenario.executions
+    assert len({record.result_hash for record in history}) == 1
+    tool = scenario.script.calls[0][0]
+    assert results[scenario.executions].startswith(f"CRITICAL: Called {tool}")

@@ -425,3 +425,84 @@ async def test_create_react_agent_admits_a_message_s_calls_as_one_turn(asynchron
         agent.invoke(GO, RUN_CONFIG)
     assert counter.calls == 19
     assert sum(e.type == "tool.execution.blocked" for e in events) == 6
+
+
+@pytest.mark.parametrize("inner_enforces", [False, True])
+@pytest.mark.parametrize("asynchronous", [False, True])
+async def test_a_guard_tool_function_of_another_guard_keeps_the_middleware_blocking(
+    inner_enforces: bool, asynchronous: bool
+) -> None:
+    # The function's own guard appends its warning to the text ToolNode wraps: the
+    # middleware read it as another outcome, its no-progress count started over, and a
+    # shadow guard inside kept the middleware's guard from ever blocking.
+    inner, _ = make_guard(enforce=inner_enforces)
+    outer, events = make_guard()
+    counter = Counter()
+
+    @inner.tool(name=TOOL, session_key="thread-1")
+    def read_file(path: str) -> str:
+        """Read a file."""
+        return counter()
+
+    @inner.tool(name=TOOL, session_key="thread-1")
+    async def aread_file(path: str) -> str:
+        """Read a file."""
+        return counter()
+
+    tool = (
+        StructuredTool.from_function(coroutine=aread_file, name=TOOL)
+        if asynchronous
+        else StructuredTool.from_function(func=read_file, name=TOOL)
+    )
+    agent = create_agent(
+        ScriptedChatModel(script=looping(max_calls=30)),
+        tools=[tool],
+        checkpointer=InMemorySaver(),
+        middleware=[LoopGuardMiddleware(outer)],
+    )
+    config = RunnableConfig(recursion_limit=200, configurable={"thread_id": "thread-1"})
+    state = await agent.ainvoke(GO, config) if asynchronous else agent.invoke(GO, config)
+
+    shown = tool_messages(state)
+    assert str(shown[WARN_AT - 1].content).startswith(WARNED_RESULT)
+    assert shown[BLOCK_AT - 1].content == CRITICAL
+    assert counter.calls == BLOCK_AT - 1
+    assert [e.type for e in events] == ["tool.loop", "tool.loop", "tool.execution.blocked"]
+    history = outer.history(session_key="thread-1")
+    assert len(history) == BLOCK_AT - 1
+    assert len({record.result_hash for record in history}) == 1
+
+
+def test_a_sub_agent_in_a_tool_on_one_guard_and_session_is_guarded_from_its_first_call() -> None:
+    # The child's first call of read_file, made while the parent's ask_child call was in
+    # flight, passed through as if it were that call: unguarded and unrecorded, so the
+    # child was warned and blocked one call late.
+    guard, events = make_guard()
+    counter = Counter()
+    child = create_agent(
+        ScriptedChatModel(script=looping(max_calls=30)),
+        tools=[read_tool(counter)],
+        middleware=[LoopGuardMiddleware(guard, session_key="shared")],
+    )
+
+    def ask_child(question: str) -> str:
+        """Ask the reader."""
+        state = child.invoke({"messages": [{"role": "user", "content": question}]}, RUN_CONFIG)
+        child_shown[:] = tool_messages(state)
+        return str(state["messages"][-1].content)
+
+    child_shown: list[ToolMessage] = []
+    parent = create_agent(
+        ScriptedChatModel(script=looping("ask_child", {"question": "notes?"}, max_calls=1)),
+        tools=[StructuredTool.from_function(func=ask_child)],
+        middleware=[LoopGuardMiddleware(guard, session_key="shared")],
+    )
+    parent.invoke(GO, RUN_CONFIG)
+
+    assert child_shown[WARN_AT - 1].content == WARNED_RESULT
+    assert child_shown[BLOCK_AT - 1].content == CRITICAL
+    assert counter.calls == BLOCK_AT - 1
+    names = [record.tool_name for record in guard.history(session_key="shared")]
+    assert names.count(TOOL) == BLOCK_AT - 1
+    assert names.count("ask_child") == 1
+    assert [e.type for e in events] == ["tool.loop", "tool.loop", "tool.execution.blocked"]

@@ -18,6 +18,9 @@ from agents import (
     FunctionTool,
     RunConfig,
     Runner,
+    ToolGuardrailFunctionOutput,
+    ToolInputGuardrail,
+    ToolOutputGuardrail,
     function_tool,
     set_trace_processors,
     set_tracing_disabled,
@@ -473,3 +476,85 @@ async def test_the_tools_of_the_agents_mcp_servers_are_guarded() -> None:
     assert texts.GENERIC_WARNING.format(tool="read_file", count=10) in outputs[10]
     assert outputs[20] == texts.GENERIC_CRITICAL.format(tool="read_file", count=20)
     assert sum(e.type == "tool.execution.blocked" for e in events) == 5
+
+
+async def _refuse(data: Any) -> ToolGuardrailFunctionOutput:
+    return ToolGuardrailFunctionOutput.reject_content("not allowed today")
+
+
+async def _shout(data: Any) -> ToolGuardrailFunctionOutput:
+    return ToolGuardrailFunctionOutput.reject_content(str(data.output).upper())
+
+
+@pytest.mark.parametrize("side", ["input", "output"])
+async def test_a_tool_guardrail_of_its_own_that_rejects_keeps_the_loop_guarded(side: str) -> None:
+    # The SDK stops at the first guardrail that rejects: the tool's own input guardrail
+    # refusing the call, or its output guardrail rewriting the output, kept loopwatch's
+    # output guardrail from recording anything, so the loop was never warned or blocked.
+    guard, events = make_guard()
+    counter, model = Counter(), LoopingModel()
+    agent = make_agent(model, counter)
+    (tool,) = agent.tools
+    assert isinstance(tool, FunctionTool)
+    if side == "input":
+        own = dataclasses.replace(tool, tool_input_guardrails=[ToolInputGuardrail(_refuse)])
+        shown = "not allowed today"
+    else:
+        own = dataclasses.replace(tool, tool_output_guardrails=[ToolOutputGuardrail(_shout)])
+        shown = RESULT.upper()
+    result = await run(guard_agent(agent.clone(tools=[own]), guard))
+
+    assert model.read[: WARN_AT - 1] == [shown] * (WARN_AT - 1)
+    assert model.read[WARN_AT - 1] == f"{shown}\n\n{WARNING}"
+    assert model.read[BLOCK_AT - 1] == CRITICAL
+    assert len(model.read) == BLOCK_AT
+    assert counter.calls == (0 if side == "input" else BLOCK_AT - 1)
+    assert len(guard.history(session_key=SESSION)) == BLOCK_AT - 1
+    assert [e.type for e in events] == ["tool.loop", "tool.loop", "tool.execution.blocked"]
+    # The tool's own guardrail is still there, under its own name, and still decides.
+    names = [r.guardrail.get_name() for r in result.tool_input_guardrail_results]
+    names += [r.guardrail.get_name() for r in result.tool_output_guardrail_results]
+    assert ("_refuse" if side == "input" else "_shout") in names
+
+
+async def test_a_tool_guardrail_of_its_own_keeps_a_healthy_agent_unwarned() -> None:
+    guard, events = make_guard()
+    ids = itertools.count(1)
+
+    def respond(call: ModelCall) -> list[Any]:
+        read = outputs(call)
+        if len(read) >= 30:
+            return [assistant_message("done")]
+        return [function_call(TOOL, {"path": f"{len(read)}.txt"}, call_id=f"c-{next(ids)}")]
+
+    model = ScriptedModel([ModelStep.respond(respond) for _ in range(32)])
+    agent = make_agent(LoopingModel(), Counter())
+    (tool,) = agent.tools
+    assert isinstance(tool, FunctionTool)
+    own = dataclasses.replace(tool, tool_output_guardrails=[ToolOutputGuardrail(_shout)])
+    await run(guard_agent(agent.clone(model=model, tools=[own]), guard))
+
+    assert events == []
+    assert len(guard.history(session_key=SESSION)) == 30
+
+
+@pytest.mark.parametrize("inner_enforces", [True, False])
+async def test_guard_agent_twice_with_two_guards_blocks_at_the_threshold(
+    inner_enforces: bool,
+) -> None:
+    # The outer guard's output guardrail runs after the inner one's, which rewrites a
+    # warned output: the outer guard records the output itself, and still blocks on time.
+    inner, _ = make_guard(enforce=inner_enforces)
+    outer, outer_events = make_guard()
+    counter, model = Counter(), LoopingModel()
+    agent = guard_agent(guard_agent(make_agent(model, counter), inner), outer)
+    await run(agent)
+
+    assert model.read[: WARN_AT - 1] == [RESULT] * (WARN_AT - 1)
+    assert model.read[WARN_AT - 1] == f"{RESULT}\n\n{WARNING}\n\n{WARNING}"
+    assert model.read[BLOCK_AT - 1] == CRITICAL
+    assert counter.calls == BLOCK_AT - 1
+    assert [e.type for e in outer_events] == ["tool.loop", "tool.loop", "tool.execution.blocked"]
+    history = outer.history(session_key=SESSION)
+    assert len(history) == BLOCK_AT - 1
+    assert len({record.result_hash for record in history}) == 1

@@ -1,4 +1,4 @@
-"""OpenAI Agents SDK: the adapter matrix (matrix_support.SCENARIOS), sync and async.
+"""OpenAI Agents SDK: the adapter matrix (matrix_support.SCENARIOS), sync, async and streamed.
 
 Calls of missing tools are answered by the SDK itself (``tool_not_found_behavior=
 "return_error_to_model"``); the guard sees them in the model-response hook. Tracing is off.
@@ -55,7 +55,14 @@ class MatrixModel(ScriptedModel):
         ]
 
 
-def run_scenario(scenario: Scenario, *, asynchronous: bool) -> Run:
+async def _streamed(agent: Agent[Any], max_turns: int) -> None:
+    """A streamed run, its events read to the end (the tools run as the stream goes)."""
+    result = Runner.run_streamed(agent, "go", max_turns=max_turns, run_config=RUN)
+    async for _ in result.stream_events():
+        pass
+
+
+def run_scenario(scenario: Scenario, *, asynchronous: bool, streamed: bool = False) -> Run:
     guard, events = make_guard(scenario)
     tool = Tool(scenario, RuntimeError)
     model = MatrixModel(scenario)
@@ -85,7 +92,9 @@ def run_scenario(scenario: Scenario, *, asynchronous: bool) -> Run:
     max_turns = scenario.turns + 5
     error: BaseException | None = None
     try:
-        if asynchronous:
+        if streamed:
+            asyncio.run(_streamed(guarded, max_turns))
+        elif asynchronous:
             asyncio.run(Runner.run(guarded, "go", max_turns=max_turns, run_config=RUN))
         else:
             Runner.run_sync(guarded, "go", max_turns=max_turns, run_config=RUN)
@@ -98,3 +107,9 @@ def run_scenario(scenario: Scenario, *, asynchronous: bool) -> Run:
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=IDS)
 def test_matrix(scenario: Scenario, asynchronous: bool) -> None:
     check(scenario, run_scenario(scenario, asynchronous=asynchronous), SESSION)
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=IDS)
+def test_matrix_streamed(scenario: Scenario) -> None:
+    # Runner.run_streamed runs the same guardrails and hooks as Runner.run.
+    check(scenario, run_scenario(scenario, asynchronous=True, streamed=True), SESSION)

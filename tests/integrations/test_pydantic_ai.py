@@ -20,7 +20,7 @@ from integration_support import (
     Counter,
     make_guard,
 )
-from pydantic_ai import Agent, ToolReturn
+from pydantic_ai import Agent, ModelRetry, ToolReturn
 from pydantic_ai.messages import (
     CompactionPart,
     ModelMessage,
@@ -311,3 +311,57 @@ async def test_a_streamed_run_with_the_scripted_model(per_turn: int) -> None:
         assert await run.get_output() == "done"
     assert counter.calls == (20 if per_turn == 1 else 19)
     assert sum(e.type == "tool.execution.blocked" for e in events) == (5 if per_turn == 1 else 6)
+
+
+@pytest.mark.parametrize("enforcing_first", [True, False])
+async def test_two_capabilities_with_two_guards_both_block_on_time(enforcing_first: bool) -> None:
+    # The first capability is the outermost: it read the inner guard's warned result as
+    # another outcome, so its no-progress count started over and it never blocked.
+    enforcing, events = make_guard()
+    shadow, _ = make_guard(enforce=False)
+    caps = [LoopGuardCapability(enforcing), LoopGuardCapability(shadow)]
+    if not enforcing_first:
+        caps.reverse()
+    counter, model = Counter(), LoopingModel(max_calls=30)
+    agent: Agent[None, str] = Agent(FunctionModel(model), capabilities=caps)
+
+    @agent.tool_plain(name=TOOL)
+    def read_file(path: str) -> str:
+        """Read a file."""
+        return counter()
+
+    await agent.run("go", conversation_id="c-1", usage_limits=LIMITS)
+
+    assert model.read[WARN_AT - 1].startswith(WARNED_RESULT)
+    assert model.read[BLOCK_AT - 1] == CRITICAL
+    assert counter.calls == BLOCK_AT - 1
+    assert [e.type for e in events] == ["tool.loop", "tool.loop", "tool.execution.blocked"]
+    for guard in (enforcing, shadow):
+        # Each records the tool's own result, without the other's warning (an outer
+        # shadow guard then records the inner guard's block, a failed call).
+        history = guard.history(session_key="c-1")[: BLOCK_AT - 1]
+        assert len({record.result_hash for record in history}) == 1
+    assert len(enforcing.history(session_key="c-1")) == BLOCK_AT - 1
+
+
+@pytest.mark.parametrize("enforcing_first", [True, False])
+async def test_two_guards_on_a_failing_tool_record_the_same_error(enforcing_first: bool) -> None:
+    enforcing, events = make_guard()
+    shadow, _ = make_guard(enforce=False)
+    caps = [LoopGuardCapability(enforcing), LoopGuardCapability(shadow)]
+    if not enforcing_first:
+        caps.reverse()
+    model = LoopingModel(max_calls=30)
+    agent: Agent[None, str] = Agent(FunctionModel(model), capabilities=caps)
+
+    @agent.tool_plain(name=TOOL, retries=100)
+    def read_file(path: str) -> str:
+        """Read a file."""
+        raise ModelRetry("disk on fire")
+
+    await agent.run("go", conversation_id="c-1", usage_limits=LIMITS)
+
+    assert [e.type for e in events][-1] == "tool.execution.blocked"
+    history = enforcing.history(session_key="c-1")
+    assert len(history) == BLOCK_AT - 1
+    assert len({record.result_hash for record in history}) == 1

@@ -1,10 +1,10 @@
-"""pydantic-ai: the adapter matrix (matrix_support.SCENARIOS), sync and async."""
+"""pydantic-ai: the adapter matrix (matrix_support.SCENARIOS), sync, async and streamed."""
 
 from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -12,7 +12,7 @@ from integration_support import TOOL
 from matrix_support import IDS, OTHER, SCENARIOS, Run, Scenario, Tool, check, make_guard, next_calls
 from pydantic_ai import Agent, ModelRetry
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
 from pydantic_ai.usage import UsageLimits
 
 from loopwatch.integrations.pydantic_ai import LoopGuardCapability
@@ -33,7 +33,14 @@ def _answer_text(part: Any) -> str:
     return str(part.content)
 
 
-def run_scenario(scenario: Scenario, *, asynchronous: bool) -> Run:
+async def _streamed(agent: Agent[None, str]) -> None:
+    """A run through ``run_stream_events``, read to the end."""
+    async with agent.run_stream_events("go", usage_limits=LIMITS) as stream:
+        async for _ in stream:
+            pass
+
+
+def run_scenario(scenario: Scenario, *, asynchronous: bool, streamed: bool = False) -> Run:
     guard, events = make_guard(scenario)
     tool = Tool(scenario, ModelRetry)
     read: list[str] = []
@@ -58,12 +65,25 @@ def run_scenario(scenario: Scenario, *, asynchronous: bool) -> Run:
             parts=[ToolCallPart(name, args, f"call-{next(ids)}") for name, args in calls]
         )
 
+    async def stream(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[Any]:
+        response = model(messages, info)
+        calls = [part for part in response.parts if isinstance(part, ToolCallPart)]
+        if not calls:
+            yield "done"
+            return
+        yield {
+            i: DeltaToolCall(c.tool_name, c.args_as_json_str(), tool_call_id=c.tool_call_id)
+            for i, c in enumerate(calls)
+        }
+
     capability = LoopGuardCapability(
         guard,
         session_key=SESSION,
         on_critical=scenario.on_critical,  # type: ignore[arg-type]
     )
-    agent: Agent[None, str] = Agent(FunctionModel(model), capabilities=[capability], retries=20)
+    agent: Agent[None, str] = Agent(
+        FunctionModel(model, stream_function=stream), capabilities=[capability], retries=20
+    )
 
     def read_file(path: str) -> str:
         """Read a file."""
@@ -81,7 +101,9 @@ def run_scenario(scenario: Scenario, *, asynchronous: bool) -> Run:
 
     error: BaseException | None = None
     try:
-        if asynchronous:
+        if streamed:
+            asyncio.run(_streamed(agent))
+        elif asynchronous:
             asyncio.run(agent.run("go", usage_limits=LIMITS))
         else:
             agent.run_sync("go", usage_limits=LIMITS)
@@ -94,3 +116,9 @@ def run_scenario(scenario: Scenario, *, asynchronous: bool) -> Run:
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=IDS)
 def test_matrix(scenario: Scenario, asynchronous: bool) -> None:
     check(scenario, run_scenario(scenario, asynchronous=asynchronous), SESSION)
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=IDS)
+def test_matrix_streamed(scenario: Scenario) -> None:
+    # run_stream_events runs the same capability hooks as run.
+    check(scenario, run_scenario(scenario, asynchronous=True, streamed=True), SESSION)

@@ -273,3 +273,25 @@ def test_a_code_agent_reads_the_warning_of_a_failing_tool() -> None:
     warned = [r for r in read if str(BY_NAME["failing"].warning) in r]
     assert len(warned) == 1
     assert f"RuntimeError: {FAILURE}" in warned[0]
+
+
+@pytest.mark.parametrize("inner_enforces", [False, True])
+def test_a_guard_tool_function_of_another_guard_keeps_the_adapter_blocking(
+    inner_enforces: bool,
+) -> None:
+    # Two guards: the function's own appends its warning to the observation, which the
+    # adapter recorded as another outcome (its no-progress count started over; with a
+    # shadow guard inside it never blocked). It records the tool's text without it.
+    scenario = BY_NAME["repeat"]
+    inner, _ = make_guard(enforce=inner_enforces)
+    outer, events = make_guard()
+    tools = _GuardedTools(inner, "thread-1")
+    agent = guard_agent(make_agent(scenario.script, tools), outer, session_key="thread-1")
+    read, _ = tool_outputs(agent, "Summarise notes.txt")
+
+    assert tools.runs["read_file"] == scenario.executions
+    assert blocks(events) == scenario.blocks
+    history = outer.history(session_key="thread-1")
+    assert len(history) == scenario.executions
+    assert len({record.result_hash for record in history}) == 1
+    assert read[scenario.executions] == scenario.blocked_message

@@ -34,6 +34,7 @@ from loopwatch.integrations._shared import (
     Outcome,
     append_warning,
     batch_admission,
+    note_warned,
 )
 
 T = TypeVar("T")
@@ -89,6 +90,17 @@ def _failed(translator: object, error: Exception, warning: str) -> Exception:
     failed = getattr(translator, "failed", None)
     shown = failed(error, warning) if failed is not None else error
     return shown if isinstance(shown, Exception) else error
+
+
+def _warned(tc: ToolCall, translator: Translator[T], answer: T) -> T:
+    """The answer for the model: ``answer`` with the call's emitted warning appended (and
+    noted, for an outer layer of another guard to record ``answer`` without it)."""
+    warning = tc.warning
+    if warning is None:
+        return answer
+    warned = translator.add_warning(answer, warning)
+    note_warned(warned, tc.inner_original(answer))
+    return warned
 
 
 class TextTranslator:
@@ -149,19 +161,19 @@ def guarded_call(tc: ToolCall, run: Callable[[], T], translator: Translator[T]) 
     except Exception as exc:
         if _passes(translator, exc):
             raise
-        tc.error(exc)
+        tc.error(tc.inner_original(exc))
         tc.finish()
         warning = tc.warning
         if warning is None:
             raise
         shown = _failed(translator, exc, warning)
+        note_warned(shown, tc.inner_original(exc))
         if shown is exc:
             raise
         raise shown from exc
-    tc.outcome(translator.outcome(answer))
+    tc.outcome(translator.outcome(tc.inner_original(answer)))
     tc.finish()
-    warning = tc.warning
-    return answer if warning is None else translator.add_warning(answer, warning)
+    return _warned(tc, translator, answer)
 
 
 async def aguarded_call(
@@ -177,19 +189,19 @@ async def aguarded_call(
     except Exception as exc:
         if _passes(translator, exc):
             raise
-        tc.error(exc)
+        tc.error(tc.inner_original(exc))
         await tc.afinish()
         warning = tc.warning
         if warning is None:
             raise
         shown = _failed(translator, exc, warning)
+        note_warned(shown, tc.inner_original(exc))
         if shown is exc:
             raise
         raise shown from exc
-    tc.outcome(translator.outcome(answer))
+    tc.outcome(translator.outcome(tc.inner_original(answer)))
     await tc.afinish()
-    warning = tc.warning
-    return answer if warning is None else translator.add_warning(answer, warning)
+    return _warned(tc, translator, answer)
 
 
 # --- batch admission --------------------------------------------------------------------------

@@ -25,7 +25,7 @@ import threading
 import weakref
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias, TypeVar
 
 from loopwatch.core._undefined import UNDEFINED
 from loopwatch.core.jsstr import js_trim
@@ -35,6 +35,8 @@ from loopwatch.messages import UNKNOWN_TOOL_ERROR, WARNING_SEPARATOR
 
 if TYPE_CHECKING:
     from loopwatch.core.records import ToolCallRecord
+
+_T = TypeVar("_T")
 
 OnCritical = Literal["block_call", "end_run", "recover"]
 
@@ -327,15 +329,19 @@ def resolve_id(source: object, *context: object, default: object = None) -> obje
 
 
 class _Scope:
-    """One call an outer layer is guarding: its guard and session, and whether an inner
-    layer has already passed it through."""
+    """One call an outer layer is guarding: its guard, session and tool (``None``: not
+    known), and whether an inner layer has already passed it through."""
 
-    __slots__ = ("claimed", "guard", "session_key")
+    __slots__ = ("claimed", "guard", "session_key", "tool_name")
 
-    def __init__(self, guard: object, session_key: object) -> None:
+    def __init__(self, guard: object, session_key: object, tool_name: str | None) -> None:
         self.guard = guard
         self.session_key = session_key
+        self.tool_name = tool_name
         self.claimed = False
+
+    def claimable(self, tool_name: str | None, any_tool: bool) -> bool:
+        return any_tool or self.tool_name is None or self.tool_name == tool_name
 
     def matches(self, guard: object, session_key: object) -> bool:
         return self.guard is guard and self.session_key == session_key
@@ -355,24 +361,36 @@ def is_guarding(guard: object, session_key: object) -> bool:
     return any(scope.matches(guard, session_key) for scope in _GUARDING.get())
 
 
-def claim_guarded(guard: object, session_key: object) -> bool:
+def claim_guarded(
+    guard: object, session_key: object, tool_name: str | None = None, *, any_tool: bool = True
+) -> bool:
     """True when this call is the one an outer layer already guards: pass it through.
 
     The first inner call on the same guard and session claims the outer call; any further
-    one inside it (a tool that calls guarded helpers several times, a sub-agent sharing
-    the session) is a call of its own and is guarded as usual.
+    one inside it (a tool that calls guarded helpers several times) is a call of its own
+    and is guarded as usual. With ``any_tool=False`` (a framework adapter's call, not a
+    ``guard.tool`` function's or a ``guard.call`` block's) only a call of the outer call's
+    tool claims it: a sub-agent's call of another tool, run inside the outer call's tool
+    on the same guard and session, is a call of its own (it used to pass through, its
+    first call of each run unguarded and unrecorded).
     """
     for scope in reversed(_GUARDING.get()):
-        if scope.matches(guard, session_key) and not scope.claimed:
+        if (
+            scope.matches(guard, session_key)
+            and not scope.claimed
+            and scope.claimable(tool_name, any_tool)
+        ):
             scope.claimed = True
             return True
     return False
 
 
-def enter_guarding(guard: object, session_key: object) -> contextvars.Token[Any]:
-    """Mark ``(guard, session_key)`` as guarding in the current context; see
-    :func:`guarding`. Returns the token for :func:`leave_guarding`."""
-    return _GUARDING.set((*_GUARDING.get(), _Scope(guard, session_key)))
+def enter_guarding(
+    guard: object, session_key: object, tool_name: str | None = None
+) -> contextvars.Token[Any]:
+    """Mark ``(guard, session_key)`` as guarding a call of ``tool_name`` in the current
+    context; see :func:`guarding`. Returns the token for :func:`leave_guarding`."""
+    return _GUARDING.set((*_GUARDING.get(), _Scope(guard, session_key, tool_name)))
 
 
 def leave_guarding(token: contextvars.Token[Any]) -> None:
@@ -382,7 +400,7 @@ def leave_guarding(token: contextvars.Token[Any]) -> None:
 
 
 @contextlib.contextmanager
-def guarding(guard: object, session_key: object) -> Iterator[None]:
+def guarding(guard: object, session_key: object, tool_name: str | None = None) -> Iterator[None]:
     """While the block runs, the first inner call on this guard and session passes
     through (:func:`claim_guarded`).
 
@@ -390,11 +408,51 @@ def guarding(guard: object, session_key: object) -> Iterator[None]:
     ``guard.tool``-decorated function (or a ``guard.call`` block) inside it does not guard
     and record the same call a second time.
     """
-    token = enter_guarding(guard, session_key)
+    token = enter_guarding(guard, session_key, tool_name)
     try:
         yield
     finally:
         leave_guarding(token)
+
+
+#: The answers (and raised errors) that inner loopwatch layers of *another* guard warned
+#: while the current layer's tool ran, by ``id``: ``(warned, original)``. The outer layer
+#: records the original: one guard's warning (a changed text) must not read as another
+#: outcome to the other guard, whose no-progress count would start over at each warning
+#: and never reach the block (a shadow guard inside an enforcing one).
+WarnedAnswers: TypeAlias = "dict[int, tuple[object, object]]"
+_WARNED: contextvars.ContextVar[WarnedAnswers | None] = contextvars.ContextVar(
+    "loopwatch_warned", default=None
+)
+
+
+def note_warned(warned: object, original: object) -> None:
+    """Tell the layer around this one, if any, that ``warned`` is ``original`` with a
+    warning appended."""
+    seen = _WARNED.get()
+    if seen is not None and warned is not original:
+        seen[id(warned)] = (warned, original)
+
+
+def unwarned(value: _T, seen: WarnedAnswers | None) -> _T:
+    """``value`` as it was before an inner layer appended its warning (``value`` itself
+    when none did)."""
+    entry = seen.get(id(value)) if seen else None
+    if entry is None or entry[0] is not value:
+        return value
+    return entry[1]  # type: ignore[return-value]
+
+
+def collect_warned(seen: WarnedAnswers) -> contextvars.Token[Any]:
+    """Collect the answers inner layers warn into ``seen``, in the current context, until
+    :func:`stop_collecting`."""
+    return _WARNED.set(seen)
+
+
+def stop_collecting(token: contextvars.Token[Any]) -> None:
+    """Undo :func:`collect_warned` (a token from another context is ignored)."""
+    with contextlib.suppress(ValueError, RuntimeError):
+        _WARNED.reset(token)
 
 
 # --- critical strikes (on_critical="recover") -------------------------------------------------

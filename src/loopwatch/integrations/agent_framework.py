@@ -85,7 +85,7 @@ from loopwatch.adapter import (
 )
 from loopwatch.errors import LoopDetectedError
 from loopwatch.guard import LoopGuard
-from loopwatch.integrations._shared import check_adapter_arguments
+from loopwatch.integrations._shared import check_adapter_arguments, note_warned
 from loopwatch.testing import LoopScript
 
 #: A session key or run id: fixed, or computed from the middleware's context.
@@ -219,8 +219,17 @@ class LoopGuardFunctionMiddleware(FunctionMiddleware):
             if tc.warning is None:
                 raise
             context.result = f"{FUNCTION_FAILED}{WARNING_SEPARATOR}{tc.warning}"
+            note_warned(context.result, tc.inner_original(exc))
             return
-        tc.result(_texts(context.result))
+        # Without the warnings inner layers of another guard appended (a second
+        # loopguard_middleware, a guard.tool function of another guard as the tool).
+        original = tc.inner_original(context.result)
+        if isinstance(original, Exception):
+            tc.error(original)  # an inner middleware's answer for a failure it warned
+        else:
+            shown = _texts(original)
+            parts = [tc.inner_original(part) for part in shown] if isinstance(shown, list) else None
+            tc.result(shown if parts is None else parts)
         await tc.afinish()
         warning = tc.warning
         if warning is not None:
@@ -229,6 +238,7 @@ class LoopGuardFunctionMiddleware(FunctionMiddleware):
                 context.result = [*result, Content.from_text(warning)]
             else:
                 context.result = f"{result}{WARNING_SEPARATOR}{warning}"
+            note_warned(context.result, tc.inner_original(result))
 
 
 class LoopGuardChatMiddleware(ChatMiddleware):

@@ -201,13 +201,16 @@ class LoopGuardHooks:
         """Ask the guard; deny a blocked call with its message."""
         data: Mapping[str, Any] = input_data
         call_id = data.get("tool_use_id", tool_use_id)
+        ids = self._ids(data)
         tc = ToolCall(
             self.guard,
             str(data.get("tool_name")),
             data.get("tool_input") or {},
             tool_call_id=call_id,
             options=self.options,
-            **self._ids(data),
+            session_key=ids["session_key"],
+            run_id=ids["run_id"],
+            agent_id=ids["agent_id"],
         )
         try:
             await tc.astart()

@@ -247,7 +247,7 @@ class LoopGuardToolHooks:
             # next: a guard.tool function used as the tool then passes the call through
             # instead of guarding and recording it a second time (two records a call, and
             # a block at half the threshold).
-            self._marks[key] = enter_guarding(self.guard, tc.session_key)
+            self._marks[key] = enter_guarding(self.guard, tc.session_key, tc.tool_name)
         return None
 
     def after_tool_call(self, context: Any) -> str | None:

@@ -182,7 +182,7 @@ class LoopGuardPlugin(BasePlugin):
             # callback, in this task's context: a guard.tool function used as the tool
             # then passes the call through instead of guarding and recording it a second
             # time (two records a call, its warning twice, and a block that never came).
-            self._marks[key] = enter_guarding(self.guard, tc.session_key)
+            self._marks[key] = enter_guarding(self.guard, tc.session_key, tc.tool_name)
         return None
 
     def _unmark(self, key: object) -> None:

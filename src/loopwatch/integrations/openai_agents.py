@@ -20,6 +20,11 @@ the hook it offers around each function call:
 * the output guardrail records what the model will read (SPEC §11.1) and, for an emitted
   warning, replaces the output with the same text plus the warning (SPEC §11.2). (The SDK
   calls that a rejection: ``reject_content`` is its only way to change an output.)
+* the tool's own guardrails (and an MCP server's) run between the two, and the SDK stops at
+  the first one that rejects: when one of them refuses the call or rewrites its output,
+  the copy records the text it answered with (what the model reads) and appends an
+  emitted warning to it, so such a tool is still guarded. Guarded twice (two guards), the
+  outer guard records the output without the inner guard's warning.
 
 ``on_critical="end_run"`` raises :class:`LoopDetectedRunError` (a
 :class:`~loopwatch.LoopDetectedError` and an ``agents.AgentsException``, so the SDK lets it
@@ -149,6 +154,12 @@ _MissingNote: TypeAlias = "tuple[str | None, str | None]"
 
 #: The id of the SDK's stand-in trace when tracing is off: not a run.
 _NO_OP_TRACE: Final = "no-op"
+#: Attributes of the function of a tool's own guardrail as a guarded copy runs it: the
+#: guardrails that wrapped it and the guardrail itself (see ``LoopGuardrails._watched``).
+_WATCHED_BY: Final = "_loopwatch_watched_by"
+_WATCHED_GUARDRAIL: Final = "_loopwatch_guardrail"
+_Guardrail = TypeVar("_Guardrail", ToolInputGuardrail[Any], ToolOutputGuardrail[Any])
+
 #: Name of loopwatch's guardrails in the SDK's guardrail results.
 GUARDRAIL_NAME: Final = "loopwatch"
 #: The ``ToolContext`` attribute by which the SDK knows that its default failure policy
@@ -390,7 +401,7 @@ class LoopGuardrails:
             # after the input guardrails, from this one's context: a guard.tool function
             # inside then passes the call through instead of recording it twice. The mark
             # dies with this call's task (and is undone below where the context allows).
-            self._marks.put(key, enter_guarding(self.guard, session))
+            self._marks.put(key, enter_guarding(self.guard, session, context.tool_name))
         return ToolGuardrailFunctionOutput.allow(output_info=decision)
 
     async def _admit_turn(self, context: ToolContext[Any], session: object, run: object) -> None:
@@ -406,7 +417,21 @@ class LoopGuardrails:
         await asyncio.shield(turn.admitting)
 
     async def _after(self, data: ToolOutputGuardrailData) -> ToolGuardrailFunctionOutput:
-        context = data.context
+        return await self._finish(data.context, data.agent, data.output)
+
+    async def _finish(
+        self,
+        context: ToolContext[Any],
+        agent: Agent[Any],
+        output: Any,
+        *,
+        rejected: ToolGuardrailFunctionOutput | None = None,
+        decorated: bool = False,
+    ) -> ToolGuardrailFunctionOutput:
+        """Record the call's outcome (``output``, or the text another guardrail of the tool
+        answered it with, ``rejected``) and append an emitted warning to what the model
+        reads. ``decorated``: ``rejected`` is ``output`` with another loopwatch guard's
+        warning appended, so ``output`` is recorded."""
         session, _run = self._ids(context)
         key = self._key(session, context)
         tc = self._pending.pop(key)
@@ -414,12 +439,20 @@ class LoopGuardrails:
         mark = self._marks.pop(key)
         if mark is not None:
             leave_guarding(mark)
+        allowed = rejected or ToolGuardrailFunctionOutput.allow()
         if tc is None:
-            return ToolGuardrailFunctionOutput.allow()
-        tool = _guarded_tool(data.agent, context.tool_name)
+            return allowed
+        tool = _guarded_tool(agent, context.tool_name)
+        message = str(rejected.behavior.get("message", "")) if rejected is not None else None
+        if message is not None and not decorated:
+            # The model reads the other guardrail's text instead of the output.
+            error, output = None, message
         # A failure's text reaches the model as it is (the SDK bypasses the output schema
         # for it); a result, converted as the SDK converts it.
-        shown = str(data.output) if error is not None else _shown(data.output, context, tool)
+        if error is not None or (message is not None and not decorated):
+            shown: object = str(output)
+        else:
+            shown = _shown(output, context, tool)
         # A raised error is recorded as the error (SPEC §11.1), not as the SDK's text.
         tc.outcome(Outcome(result=shown) if error is None else Outcome(error=error))
         try:
@@ -428,16 +461,20 @@ class LoopGuardrails:
             raise PostCompactionRunError(exc) from None
         warning = tc.warning
         if warning is None:
-            return ToolGuardrailFunctionOutput.allow(output_info=tc.decision)
+            return rejected or ToolGuardrailFunctionOutput.allow(output_info=tc.decision)
         if (
-            tool is not None
+            rejected is None
+            and tool is not None
             and tool.output_json_schema is not None
             and _programmatic(context.tool_call)
         ):
             # A program, not the model, reads this output, and a changed output would
             # reach it as an error object instead of its schema's JSON: left alone.
             return ToolGuardrailFunctionOutput.allow(output_info=tc.decision)
-        text = shown if isinstance(shown, str) else render_for_model(shown)
+        if message is not None:
+            text = message
+        else:
+            text = shown if isinstance(shown, str) else render_for_model(shown)
         return ToolGuardrailFunctionOutput.reject_content(
             str(append_warning(text, warning)), output_info=tc.decision
         )
@@ -503,14 +540,62 @@ class LoopGuardrails:
         The copy's failure policy answers the model as ``tool``'s does, and also hands the
         raised exception to the output guardrail, so a failing call is recorded as failed.
         """
-        inputs = [g for g in tool.tool_input_guardrails or () if g is not self.input]
-        outputs = [g for g in tool.tool_output_guardrails or () if g is not self.output]
+        inputs = [
+            self._watched(g)
+            for g in tool.tool_input_guardrails or ()
+            if self._original(g) is not self.input
+        ]
+        outputs = [
+            self._watched(g)
+            for g in tool.tool_output_guardrails or ()
+            if self._original(g) is not self.output
+        ]
         guarded = dataclasses.replace(
             tool,
             tool_input_guardrails=[self.input, *inputs],
             tool_output_guardrails=[*outputs, self.output],
         )
         return set_function_tool_failure_error_function(guarded, self._failure_function(tool))
+
+    def _original(self, guardrail: _Guardrail) -> _Guardrail:
+        """The guardrail :meth:`_watched` made ``guardrail`` from (or ``guardrail``)."""
+        function = guardrail.guardrail_function
+        if getattr(function, _WATCHED_BY, None) is self:
+            original: _Guardrail = getattr(function, _WATCHED_GUARDRAIL)
+            return original
+        return guardrail
+
+    def _watched(self, guardrail: _Guardrail) -> _Guardrail:
+        """``guardrail`` (another guardrail of the tool, which runs between loopwatch's
+        input and output guardrails), answering a call itself when it rejects it.
+
+        The SDK stops at the first guardrail that rejects a call: the tool's own input
+        guardrail that refuses the call (the tool then does not run), or its own output
+        guardrail that rewrites the output (``reject_content`` is the SDK's only way to),
+        would keep loopwatch's output guardrail from ever recording the call, so a model
+        repeating it would never be warned or blocked. The copy records the text the
+        model reads instead, and appends an emitted warning to it.
+        """
+        original = self._original(guardrail)
+        inner = original.run
+        # The output guardrail of another loopwatch guard on the tool (guard_agent applied
+        # twice) rewrites an output only to append its warning: the output is recorded.
+        owner = getattr(original.guardrail_function, "__self__", None)
+        decorated = isinstance(owner, LoopGuardrails) and original is owner.output
+
+        async def watching(data: Any) -> ToolGuardrailFunctionOutput:
+            answer = await inner(data)
+            if answer.behavior.get("type") != "reject_content":
+                return answer
+            output = getattr(data, "output", None)
+            return await self._finish(
+                data.context, data.agent, output, rejected=answer, decorated=decorated
+            )
+
+        setattr(watching, _WATCHED_BY, self)
+        setattr(watching, _WATCHED_GUARDRAIL, original)
+        name = original.get_name()
+        return dataclasses.replace(original, guardrail_function=watching, name=name)
 
     async def on_model_response(
         self, context: RunContextWrapper[Any], agent: Agent[Any], response: ModelResponse
