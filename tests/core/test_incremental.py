@@ -23,6 +23,8 @@ from __future__ import annotations
 import copy
 import hashlib
 import logging
+import subprocess
+import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -90,6 +92,19 @@ def test_a_filled_record_packs_the_result_key_of_its_hash(result_hash: str) -> N
     compact = _compact.CompactRecord.filled(record, call_key("read", args_hash))
     assert compact.result == result_key(result_hash)
     assert compact.public() == record
+
+
+def test_empty_hashes_before_any_hash_are_kept_as_they_are() -> None:
+    """The memos of the newest hashes (``signature_digest``, ``result_digest``) start
+    empty: an empty hash (an interned ``""``) must not match them before the first hash."""
+    code = (
+        "from loopwatch.stores.memory._compact import call_key, result_key;"
+        "print(repr((call_key('', ''), result_key(''))))"
+    )
+    shown = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert shown.strip() == "('', '')"
 
 
 def test_keys_of_well_formed_hashes_are_digests() -> None:

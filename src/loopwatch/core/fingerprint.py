@@ -736,8 +736,10 @@ def hash_tool_call(tool_name: str, params: object, *, normalizers: Collection[st
 #: The newest signature :func:`hash_tool_call` returned for a plain ``str`` tool name, that
 #: name and the 32 bytes its hex digits stand for (see :func:`signature_digest`). One
 #: tuple, replaced whole, so a thread reads a consistent triple; it keeps the signature
-#: alive, so no other string can have its identity.
-_last_signature: tuple[str, str, bytes] = ("", "", b"")
+#: alive, so no other string can have its identity. Until the first hash, a string made at
+#: run time that no caller can hold (a literal ``""`` is interned: a caller's empty args
+#: hash would be it, and "match" the empty tool name).
+_last_signature: tuple[str, str, bytes] = ("".join(("<no ", "signature>")), "", b"")
 
 
 def signature_digest(tool_name: str, args_hash: str) -> bytes | None:

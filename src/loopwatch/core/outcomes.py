@@ -328,7 +328,9 @@ class _Stripper:
 #: The newest result hash :func:`hash_tool_outcome` made and the 32 bytes its hex digits
 #: stand for (see :func:`result_digest`). One tuple, replaced whole, so a thread reads a
 #: consistent pair; it keeps the hash alive, so no other string can have its identity.
-_last_result: tuple[str, bytes] = ("", b"")
+#: Until the first hash, a string made at run time that no caller can hold (a literal
+#: ``""`` is interned: a caller's empty result hash would be it, and "match").
+_last_result: tuple[str, bytes] = ("".join(("<no ", "result>")), b"")
 
 
 def _hashed(raw: bytes, prefix: str = "", unknown_tool_name: str | None = None) -> OutcomeHash:
