@@ -261,9 +261,10 @@ def evaluate(
     """
     if not config.enabled:
         return NOT_STUCK
+    answers = _ANSWERS.get(type(records))  # (answers_itself, inlined for a type seen before)
     run: RunHistory = (
         records  # type: ignore[assignment]
-        if answers_itself(records)
+        if (answers if answers is not None else answers_itself(records))
         else ScannedRun(records)  # type: ignore[arg-type]
     )
     unknown_streak, unknown_name = run.unknown_tool_streak(tool_name)

@@ -24,6 +24,7 @@ ARGS_MEMO_CHARS: Final = 8 * 1024 * 1024
 TOOL_NAME_CACHE_SIZE: Final = 1024
 
 _MISSING: Final = object()
+_new_object: Final = object.__new__
 #: Types whose instances cannot change: a params value of one of these is pinned by its
 #: identity (``type()`` is compared exactly, so subclasses are not trusted).
 _IMMUTABLE_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
@@ -66,23 +67,35 @@ class ArgsMemo:
     def of(cls, tool: str, params: object, args_hash: str) -> ArgsMemo | None:
         """A memo for these params, or ``None`` when their content cannot be pinned."""
         kind = type(params)
-        if kind in _IMMUTABLE_SCALARS:
-            chars = len(params) if isinstance(params, str) else 0
-            return cls(tool, params, None, args_hash, chars)
-        if kind is not dict:
-            return None
-        assert isinstance(params, dict)
-        try:
-            items = tuple(params.items())
-        except RuntimeError:  # changed by another thread meanwhile
-            return None
-        chars = 0
-        for key, value in items:
-            if type(key) is not str or type(value) not in _IMMUTABLE_SCALARS:
+        items: tuple[tuple[str, object], ...] | None
+        if kind is dict:  # the usual params
+            assert isinstance(params, dict)
+            try:
+                items = tuple(params.items())
+            except RuntimeError:  # changed by another thread meanwhile
                 return None
-            if isinstance(value, str):
-                chars += len(value)
-        return cls(tool, params, items, args_hash, chars)
+            chars = 0
+            for key, value in items:
+                if type(key) is not str:
+                    return None
+                if type(value) is str:
+                    chars += len(value)
+                elif type(value) not in _IMMUTABLE_SCALARS:
+                    return None
+        elif kind in _IMMUTABLE_SCALARS:
+            items = None
+            chars = len(params) if isinstance(params, str) else 0
+        else:
+            return None
+        # What __init__ does, without its frame (one memo is built on every guarded call).
+        memo = _new_object(cls)
+        memo.tool = tool
+        memo.params = params
+        memo.items = items
+        memo.args_hash = args_hash
+        memo.chars = chars
+        memo.context = None
+        return memo
 
     def hash_of(self, tool: str, params: object) -> str | None:
         """The remembered hash when ``params`` are still what was hashed, else ``None``."""

@@ -67,7 +67,9 @@ def plan_before(
     Raises:
         UnhashableValueError: the host's params or ids cannot be read or hashed.
     """
-    block, resolved, spec = guard._config_for(agent_id)
+    # (the usual call's config, as _config_for remembers it; else derived there)
+    found = guard._default_config if agent_id is None else None
+    block, resolved, spec = found if found is not None else guard._config_for(agent_id)
     try:  # the host's values: reading or hashing them may fail (SPEC §8.5)
         # None (the usual ids) normalises to itself: the calls are skipped for it.
         run = None if run_id is None else normalize_run_id(run_id)

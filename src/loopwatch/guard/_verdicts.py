@@ -4,7 +4,7 @@ A healthy call (:data:`~loopwatch.detectors.reference.NOT_STUCK`) gets the guard
 allow decision and nothing else. A warning bumps its bucket in the store
 (:func:`warn_step`) and is logged and announced only when the bucket grew; a critical is
 logged, announced and, when enforced, cancelled in the store and answered with the
-blocked tool result. Both drivers (the sync ``_decide`` and the generator steps for
+blocked tool result. Both drivers (the sync ``before_call`` and the generator steps for
 asynchronous stores) and the batch driver share these functions.
 """
 

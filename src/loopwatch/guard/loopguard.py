@@ -339,34 +339,25 @@ class LoopGuard:
             plan.session_key, plan.call.run_id, plan.pending, plan.resolved.history_size, plan.now
         )
 
-    def _decide(self, plan: BeforePlan) -> tuple[LoopVerdict, bool]:
-        """Detection between the store reads and writes it needs (one atomic step).
+    def _follow_up(self, plan: BeforePlan, verdict: LoopVerdict) -> bool:
+        """The store write a detected verdict needs (under the session lock, right after
+        detection): whether its warning bucket grew.
 
-        The sync path: the store's methods called directly under its session lock. It is
-        :meth:`_before_steps` performed by :func:`~loopwatch.guard._ops.drive`, without the
-        generator: ``BeginCall.run`` inlined (the operation :meth:`_begin` builds), then the
-        same :func:`~loopwatch.guard._verdicts.follow_up`, which a healthy call
-        (:data:`NOT_STUCK`) does not need.
+        :meth:`before_call` performs :meth:`_before_steps` without the generator:
+        ``BeginCall.run`` inlined (the operation :meth:`_begin` builds), detection, then
+        this, which a healthy call (:data:`NOT_STUCK`) does not need.
         """
-        store = self._store
-        call = plan.call
-        with store.session_lock(plan.session_key):
-            scoped = store.begin_call(
-                plan.session_key, call.run_id, plan.pending, plan.resolved.history_size, plan.now
-            )
-            verdict = self.detector_profile.detect(scoped, call, plan.resolved)
-            if verdict is NOT_STUCK:
-                return verdict, False
-            follow = follow_up(self, plan, verdict)
-            if follow is None:
-                return verdict, False
-            if isinstance(follow, CancelCall):
-                follow.run(store)
-                return verdict, False
-            return verdict, follow.run(store)
+        follow = follow_up(self, plan, verdict)
+        if follow is None:
+            return False
+        if isinstance(follow, CancelCall):
+            follow.run(self._store)
+            return False
+        return follow.run(self._store)
 
     def _before_steps(self, plan: BeforePlan) -> Steps[tuple[LoopVerdict, bool]]:
-        """:meth:`_decide` for stores with real asynchronous I/O (driven by ``adrive``)."""
+        """:meth:`before_call`'s detection step for stores with real asynchronous I/O
+        (driven by ``adrive``)."""
         scoped = yield self._begin(plan)
         verdict = self.detector_profile.detect(scoped, plan.call, plan.resolved)
         follow = follow_up(self, plan, verdict)
@@ -429,12 +420,35 @@ class LoopGuard:
                 return self._allow
             key = accepted
         try:
-            seen = self._calls.seen(key, tool_call_id)
+            # CallBook.seen, inlined for the usual ids: a plain str, or None (never in flight).
+            if type(tool_call_id) is str:
+                seen = self._calls._in_flight.get((key, tool_call_id)) if tool_call_id else None
+            else:
+                seen = None if tool_call_id is None else self._calls.seen(key, tool_call_id)
             if seen is not None and self._same_call(seen, tool, params):
                 return seen[0]  # a call in flight counts once
             plan = plan_before(self, tool, params, key, run_id, tool_call_id, agent_id)
-            verdict, emitted = self._decide(plan)
-            return self._start(plan, tool_call_id, agent_id, conclude(self, plan, verdict, emitted))
+            # Detection between the store reads and writes it needs, in one atomic step:
+            # the store's methods called directly under its session lock.
+            store = self._store
+            call = plan.call
+            resolved = plan.resolved
+            with store.session_lock(key):
+                scoped = store.begin_call(
+                    key, call.run_id, plan.pending, resolved.history_size, plan.now
+                )
+                verdict = self.detector_profile.detect(scoped, call, resolved)
+                healthy = verdict is NOT_STUCK
+                emitted = False if healthy else self._follow_up(plan, verdict)
+            # (conclude gives a healthy call the shared allow decision)
+            decision = self._allow if healthy else conclude(self, plan, verdict, emitted)
+            # _start, inlined: the decided call in flight, its memo for its after_call.
+            args_hash = call.args_hash  # (and call.tool_name is tool)
+            memo = ArgsMemo.of(tool, params, args_hash)
+            if memo is not None:
+                memo.context = (run_id, agent_id, plan)
+            self._calls.start(key, tool_call_id, (decision, tool, args_hash), memo)
+            return decision
         except StoreError as exc:
             return _policy.store_failed_before(self, key, tool, exc)
         except Exception as exc:

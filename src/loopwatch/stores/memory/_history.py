@@ -386,15 +386,34 @@ class RunView(Sequence[ToolCallRecord], RunHistory):
             count += 1
         return count, name
 
-    def _key(self, tool_name: str, args_hash: str) -> bytes | str:
-        """The upcoming call's :func:`call_key` (every question about it needs it)."""
+    def no_progress(self, tool_name: str, args_hash: str) -> tuple[int, str | None, int]:
+        # The upcoming call's call_key, remembered (ping_pong needs it too).
         query = self._query
         if query is None or query[1] != args_hash or query[0] != tool_name:
             query = self._query = (tool_name, args_hash, call_key(tool_name, args_hash))
-        return query[2]
-
-    def no_progress(self, tool_name: str, args_hash: str) -> tuple[int, str | None, int]:
-        same = self._run.same_call(tool_name, self._key(tool_name, args_hash))
+        key = query[2]
+        run = self._run
+        same: Sequence[CompactRecord]
+        if run.calls is None and type(key) is bytes:
+            # RunRecords.same_call's scan of an unindexed run (every run of the default
+            # history size), with CompactRecord.matches inlined: once per guarded call.
+            heads = run.heads
+            head = key[0]
+            at = heads.find(head)
+            if at < 0:
+                return 0, None, 0  # no record of this call (most calls): what the loop gives
+            found = []
+            records = run.records
+            while at >= 0:
+                record = records[at]
+                if record.tool_name == tool_name:
+                    packed = record.packed
+                    if packed.startswith(key) if packed is not None else record.key == key:
+                        found.append(record)
+                at = heads.find(head, at + 1)
+            same = found
+        else:
+            same = run.same_call(tool_name, key)
         streak = 0
         latest: bytes | str | None = None
         for record in reversed(same):
@@ -420,23 +439,31 @@ class RunView(Sequence[ToolCallRecord], RunHistory):
         newest = len(records) - 1
         if newest < 1:
             return NO_PING_PONG
-        last, other = records[newest], records[newest - 1]
+        other = records[newest - 1]
+        # The upcoming call must continue the alternation: have the args hash of the record
+        # before the newest ("other", when the tail is 2 long). Checked first: it rules out
+        # nearly every call.
+        query = self._query  # (its call_key, remembered as in no_progress)
+        if query is None or query[1] != current_hash or query[0] != tool_name:
+            query = self._query = (tool_name, current_hash, call_key(tool_name, current_hash))
+        key = query[2]
+        other_packed = other.packed
+        if other_packed is not None and isinstance(key, bytes):
+            # (other.matches(tool_name, key), inlined: other is packed)
+            if other.tool_name != tool_name or not other_packed.startswith(key):
+                return NO_PING_PONG
+        elif other.args_hash != current_hash:
+            return NO_PING_PONG
+        last = records[newest]
         # The tail is 2 long only when the record before the newest is "other" (the newest
         # earlier record with other args): else there is no alternation to look for.
-        last_packed, other_packed = last.packed, other.packed
+        last_packed = last.packed
         if last_packed is not None and other_packed is not None:
             # Both hashes are "<tool>:<hex digest>": equal exactly when both parts are.
             same = other.tool_name == last.tool_name and other_packed[:32] == last_packed[:32]
         else:
             same = other.args_hash == last.args_hash
         if same or other.tool_name == "":
-            return NO_PING_PONG
-        # The upcoming call must continue the alternation: have other's args hash.
-        key = self._key(tool_name, current_hash)
-        if other_packed is not None and isinstance(key, bytes):
-            if not other.matches(tool_name, key):
-                return NO_PING_PONG
-        elif other.args_hash != current_hash:
             return NO_PING_PONG
         tests = (same_args_as(last), same_args_as(other))
         tail = 2

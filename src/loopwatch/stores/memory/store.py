@@ -197,7 +197,15 @@ class MemoryStore(Store):
         :meth:`session_lock`, so nothing comes between.
         """
         with self._lock:
-            session = self._touch(session_key, now)
+            # _touch, inlined for the usual call: nothing postponed (the previous call's
+            # outcome completed it), a live session.
+            session = None if self._postponed is not None else self._sessions.get(session_key)
+            ttl = self.idle_ttl_s
+            if session is None or (ttl is not None and now - session.touched > ttl):
+                session = self._touch(session_key, now)
+            else:
+                self._sessions.move_to_end(session_key)
+                session.touched = now
             if pending is None:
                 return session.history.view(run_id)
             # The detectors ask about the pending record's call: its key serves both.
