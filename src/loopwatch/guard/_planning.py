@@ -16,8 +16,24 @@ from loopwatch.config import ResolvedConfig
 from loopwatch.core.fingerprint import hash_tool_call
 from loopwatch.core.naming import normalize_run_id, normalize_tool_call_id
 from loopwatch.core.outcomes import hash_tool_outcome
-from loopwatch.core.records import ToolCallRecord
-from loopwatch.detectors.profiles import UpcomingCall
+from loopwatch.core.records import (
+    ToolCallRecord,
+    _set_args_hash,
+    _set_facts,
+    _set_result_hash,
+    _set_run_id,
+    _set_timestamp,
+    _set_tool_call_id,
+    _set_tool_name,
+    _set_unknown_tool_name,
+)
+from loopwatch.detectors.profiles import (
+    UpcomingCall,
+    _set_call_args_hash,
+    _set_call_known_poll,
+    _set_call_run_id,
+    _set_call_tool_name,
+)
 from loopwatch.detectors.reference import is_known_poll
 from loopwatch.guard._memo import ArgsMemo
 from loopwatch.guard._ops import RecordOutcome
@@ -29,6 +45,7 @@ if TYPE_CHECKING:
 
 #: ``tuple.__new__``: what a named tuple's generated ``__new__`` calls.
 _new_tuple: Final = tuple.__new__
+_new_object: Final = object.__new__
 
 
 @dataclass(slots=True)
@@ -84,31 +101,39 @@ def plan_before(
     except Exception as exc:
         raise UnhashableValueError(error_text(exc)) from exc
     now = read_clock(guard._clock)
-    call = UpcomingCall(tool, args_hash, run, known_poll)
+    # The three objects below are built as their __init__ builds them, without its frame
+    # (each is built on every guarded call): UpcomingCall(tool, args_hash, run, known_poll),
+    call = _new_object(UpcomingCall)
+    _set_call_tool_name(call, tool)
+    _set_call_args_hash(call, args_hash)
+    _set_call_run_id(call, run)
+    _set_call_known_poll(call, known_poll)
     pending = None
     if block is None or block.get("enabled") is not False:
-        # Positional: the fields in order, a quarter cheaper than keywords.
-        pending = ToolCallRecord(
-            tool,
-            args_hash,
-            call_id,
-            run,
-            None,
-            None,
-            int(now * 1000),
-            None if guard._no_call_facts else guard.detector_profile.call_facts(call),
+        # ToolCallRecord(tool, args_hash, call_id, run, None, None, timestamp, facts),
+        pending = _new_object(ToolCallRecord)
+        _set_tool_name(pending, tool)
+        _set_args_hash(pending, args_hash)
+        _set_tool_call_id(pending, call_id)
+        _set_run_id(pending, run)
+        _set_result_hash(pending, None)
+        _set_unknown_tool_name(pending, None)
+        _set_timestamp(pending, int(now * 1000))
+        _set_facts(
+            pending, None if guard._no_call_facts else guard.detector_profile.call_facts(call)
         )
-    return BeforePlan(
-        call,
-        session_key,
-        run_id,
-        call_id,
-        params,
-        resolved,
-        pending,
-        now,
-        spec,
-    )
+    # and BeforePlan(call, session_key, run_id, call_id, params, resolved, pending, now, spec).
+    plan = _new_object(BeforePlan)
+    plan.call = call
+    plan.session_key = session_key
+    plan.run_id_raw = run_id
+    plan.call_id = call_id
+    plan.params = params
+    plan.resolved = resolved
+    plan.pending = pending
+    plan.now = now
+    plan.guard_spec = spec
+    return plan
 
 
 def plan_after(

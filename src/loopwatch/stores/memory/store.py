@@ -17,6 +17,7 @@ from collections import OrderedDict
 from contextlib import AbstractContextManager
 from typing import Final
 
+from loopwatch.core.fingerprint import signature_digest
 from loopwatch.core.records import ToolCallRecord
 from loopwatch.detectors.compaction import (
     IDLE_VERDICT,
@@ -32,6 +33,7 @@ from loopwatch.stores.memory._history import NO_RECORDS, RunView, SessionHistory
 MAX_WARNING_KEYS: Final = 256
 
 _NO_GUARD: Final = GuardSnapshot(armed=False, remaining_attempts=0)
+_new_object: Final = object.__new__
 
 
 class _RunGuard:
@@ -209,11 +211,17 @@ class MemoryStore(Store):
             if pending is None:
                 return session.history.view(run_id)
             # The detectors ask about the pending record's call: its key serves both.
-            key = call_key(pending.tool_name, pending.args_hash)
+            tool_name = pending.tool_name
+            args_hash = pending.args_hash
+            # (call_key's first answer, inlined: the args hash the guard just made)
+            raw = signature_digest(tool_name, args_hash) if type(tool_name) is str else None
+            key = raw if raw is not None else call_key(tool_name, args_hash)
             self._postponed = (session_key, session, pending, history_size, key)
-            # SessionHistory.view, inlined (once per guarded call)
-            run = session.history.runs.get(run_id, NO_RECORDS)
-            return RunView(run, (pending.tool_name, pending.args_hash, key))
+            # SessionHistory.view, inlined (once per guarded call), and RunView's __init__
+            view = _new_object(RunView)
+            view._run = session.history.runs.get(run_id, NO_RECORDS)
+            view._query = (tool_name, args_hash, key)
+            return view
 
     def cancel_call(self, session_key: str, pending: ToolCallRecord, now: float) -> None:
         with self._lock:
