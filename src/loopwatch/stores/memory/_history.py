@@ -368,9 +368,14 @@ class RunView(Sequence[ToolCallRecord], RunHistory):
         return list(map(CONTENT_KEY, self._run.records[start:]))
 
     def unknown_tool_streak(self, tool_name: str) -> tuple[int, str | None]:
+        records = self._run.records
+        # The newest record, first: another tool's, or one without notes (nearly every
+        # call), ends the streak before it starts, as in the loop below.
+        if not records or records[-1].extra is None or records[-1].tool_name != tool_name:
+            return 0, None
         name: str | None = None
         count = 0
-        for record in reversed(self._run.records):
+        for record in reversed(records):
             if record.tool_name != tool_name:
                 break
             extra = record.extra
