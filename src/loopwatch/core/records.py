@@ -84,6 +84,27 @@ _RECORD_FIELDS = (
 ) = (vars(ToolCallRecord)[name].__set__ for name in _RECORD_FIELDS)
 
 
+class RecordDraft:
+    """A :class:`ToolCallRecord` being built: the same slots, writable.
+
+    Its fields are plain attribute writes, a fifth the cost of the descriptor writes of
+    ``ToolCallRecord.__init__``; assigning ``__class__ = ToolCallRecord`` (allowed: the very
+    same slots) then makes it the record it stands for, as frozen as any. What the guard
+    builds its pending record with, on every guarded call; every field must be written.
+    """
+
+    __slots__ = _RECORD_FIELDS
+
+    tool_name: str
+    args_hash: str
+    tool_call_id: str | None
+    run_id: str | None
+    result_hash: str | None
+    unknown_tool_name: str | None
+    timestamp: int
+    facts: str | None
+
+
 @dataclass
 class SessionState:
     """The mutable state the reference keeps per session key.

@@ -107,6 +107,19 @@ _set_call_tool_name, _set_call_args_hash, _set_call_run_id, _set_call_known_poll
 )
 
 
+class CallDraft:
+    """An :class:`UpcomingCall` being built: the same slots, writable (as
+    :class:`~loopwatch.core.records.RecordDraft` for records: plain attribute writes, then
+    ``__class__ = UpcomingCall``). Every field must be written."""
+
+    __slots__ = UpcomingCall.__slots__
+
+    tool_name: str
+    args_hash: str
+    run_id: str | None
+    known_poll: bool
+
+
 class Detector(Protocol):
     """A detector of your own, run after the profile's (``LoopGuard(detectors=[...])``).
 

@@ -16,24 +16,8 @@ from loopwatch.config import ResolvedConfig
 from loopwatch.core.fingerprint import hash_tool_call
 from loopwatch.core.naming import normalize_run_id, normalize_tool_call_id
 from loopwatch.core.outcomes import hash_tool_outcome
-from loopwatch.core.records import (
-    ToolCallRecord,
-    _set_args_hash,
-    _set_facts,
-    _set_result_hash,
-    _set_run_id,
-    _set_timestamp,
-    _set_tool_call_id,
-    _set_tool_name,
-    _set_unknown_tool_name,
-)
-from loopwatch.detectors.profiles import (
-    UpcomingCall,
-    _set_call_args_hash,
-    _set_call_known_poll,
-    _set_call_run_id,
-    _set_call_tool_name,
-)
+from loopwatch.core.records import RecordDraft, ToolCallRecord
+from loopwatch.detectors.profiles import CallDraft, UpcomingCall
 from loopwatch.detectors.reference import is_known_poll
 from loopwatch.guard._memo import ArgsMemo
 from loopwatch.guard._ops import RecordOutcome
@@ -101,27 +85,31 @@ def plan_before(
     except Exception as exc:
         raise UnhashableValueError(error_text(exc)) from exc
     now = read_clock(guard._clock)
-    # The three objects below are built as their __init__ builds them, without its frame
-    # (each is built on every guarded call): UpcomingCall(tool, args_hash, run, known_poll),
-    call = _new_object(UpcomingCall)
-    _set_call_tool_name(call, tool)
-    _set_call_args_hash(call, args_hash)
-    _set_call_run_id(call, run)
-    _set_call_known_poll(call, known_poll)
-    pending = None
+    # The three objects below are built without their __init__'s frame (each is built on
+    # every guarded call): UpcomingCall(tool, args_hash, run, known_poll), written as a
+    # draft, then made the call it stands for (see CallDraft),
+    draft = _new_object(CallDraft)
+    draft.tool_name = tool
+    draft.args_hash = args_hash
+    draft.run_id = run
+    draft.known_poll = known_poll
+    draft.__class__ = UpcomingCall  # type: ignore[assignment]
+    call: UpcomingCall = draft  # type: ignore[assignment]  # (an UpcomingCall now)
+    pending: ToolCallRecord | None = None
     if block is None or block.get("enabled") is not False:
         # ToolCallRecord(tool, args_hash, call_id, run, None, None, timestamp, facts),
-        pending = _new_object(ToolCallRecord)
-        _set_tool_name(pending, tool)
-        _set_args_hash(pending, args_hash)
-        _set_tool_call_id(pending, call_id)
-        _set_run_id(pending, run)
-        _set_result_hash(pending, None)
-        _set_unknown_tool_name(pending, None)
-        _set_timestamp(pending, int(now * 1000))
-        _set_facts(
-            pending, None if guard._no_call_facts else guard.detector_profile.call_facts(call)
-        )
+        # written as a draft too (see RecordDraft),
+        record = _new_object(RecordDraft)
+        record.tool_name = tool
+        record.args_hash = args_hash
+        record.tool_call_id = call_id
+        record.run_id = run
+        record.result_hash = None
+        record.unknown_tool_name = None
+        record.timestamp = int(now * 1000)
+        record.facts = None if guard._no_call_facts else guard.detector_profile.call_facts(call)
+        record.__class__ = ToolCallRecord  # type: ignore[assignment]
+        pending = record  # type: ignore[assignment]  # (a ToolCallRecord now)
     # and BeforePlan(call, session_key, run_id, call_id, params, resolved, pending, now, spec).
     plan = _new_object(BeforePlan)
     plan.call = call
