@@ -328,7 +328,9 @@ class _Stripper:
 #: The newest result hash :func:`hash_tool_outcome` made and the 32 bytes its hex digits
 #: stand for (see :func:`result_digest`). One tuple, replaced whole, so a thread reads a
 #: consistent pair; it keeps the hash alive, so no other string can have its identity.
-_last_result: tuple[str, bytes] = ("", b"")
+#: Before the first outcome, a pair of the same kind (not ``("", b"")``: the empty string
+#: is shared, so a result hash ``""`` would have been read as those empty bytes).
+_last_result: tuple[str, bytes] = (bytes(32).hex(), bytes(32))
 
 
 def _hashed(raw: bytes, prefix: str = "", unknown_tool_name: str | None = None) -> OutcomeHash:
