@@ -21,6 +21,7 @@ default size, so both the scanning and the indexed paths are covered.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import logging
 from collections.abc import Iterator, Sequence
@@ -42,6 +43,7 @@ from loopwatch.detectors.reference import RunHistory, ScannedRun, evaluate
 from loopwatch.stores.base import GuardSpec, OutcomeWrite, Store
 from loopwatch.stores.memory import _compact, _history
 from loopwatch.stores.memory._compact import call_key, result_key
+from loopwatch.stores.memory._history import SessionHistory
 from loopwatch.testing import ReferenceStore
 
 INDEX_SIZES = [0, 2, _history.INDEX_FROM]
@@ -90,6 +92,36 @@ def test_a_filled_record_packs_the_result_key_of_its_hash(result_hash: str) -> N
     compact = _compact.CompactRecord.filled(record, call_key("read", args_hash))
     assert compact.result == result_key(result_hash)
     assert compact.public() == record
+
+
+@given(
+    st.text(max_size=20),
+    st.booleans(),
+    st.sampled_from([None, "ghost"]),
+    st.sampled_from([None, "1000||"]),
+    st.integers(-(2**64), 2**64),
+)
+def test_a_fresh_outcome_is_packed_as_the_plain_record_is(
+    text: str, failed: bool, unknown: str | None, facts: str | None, timestamp: int
+) -> None:
+    """The records ``append_filled`` and ``CompactRecord.filled`` pack from the digest
+    bytes of the result hash just made are those of the plain constructor, byte for byte."""
+    args_hash = f"read:{DIGESTS[1]}"
+    key = call_key("read", args_hash)
+    outcome = hash_tool_outcome("read", None, **{"error" if failed else "result": text})
+    assert outcome.result_hash is not None
+    record = ToolCallRecord("read", args_hash, "c1", None, outcome.result_hash, unknown, 0, facts)
+    record = dataclasses.replace(record, timestamp=timestamp)
+    history = SessionHistory()
+    first = ToolCallRecord("exec", f"exec:{DIGESTS[2]}", None, None, DIGESTS[3], None, 1, None)
+    history.append_filled(first, call_key("exec", first.args_hash), 30)  # the run's first
+    history.append_filled(record, key, 30)  # then the usual record: of the only run
+    made = [history.records[-1], _compact.CompactRecord.filled(record, key)]
+    plain = _compact.CompactRecord(record, key)
+    for compact in made:
+        assert (compact.tool_name, compact.call_id, compact.run_id) == ("read", "c1", None)
+        assert (compact.packed, compact.extra) == (plain.packed, plain.extra)
+        assert compact.public() == record
 
 
 def test_keys_of_well_formed_hashes_are_digests() -> None:
