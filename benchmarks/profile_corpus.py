@@ -35,7 +35,11 @@ import bench_reference_node as bench
 #: ``"file-part:name"``, matched by name so the table survives modules moving.
 PARTS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     ("args hashing (hash_tool_call)", ("hash_tool_call",), ()),
-    ("outcome hashing (hash_tool_outcome)", ("hash_tool_outcome",), ()),
+    (
+        "outcome hashing (hash_tool_outcome, or its outcome_fields)",
+        ("outcome_fields",),
+        (),
+    ),
     (
         "store begin_call (excl. the session touch): call_key, _Postponed, view",
         ("memory:begin_call",),
@@ -58,8 +62,8 @@ PARTS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     ),
     (
         "store record_outcome (excl. the session touch): find_pending, fill, trim, guard",
-        ("memory:record_outcome",),
-        ("memory:record_outcome -> _touch",),
+        ("memory:record_outcome", "after_call -> memory:_record_fields"),
+        ("memory:_record_fields -> _touch",),
     ),
     (
         "args memo (ArgsMemos.remember / take, ArgsMemo.hash_of / context_for)",

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from loopwatch import LoopGuard, LoopVerdict, ToolCallRecord
 from loopwatch.detectors.profiles import DetectorProfile, UpcomingCall
+from loopwatch.guard._memo import CALL_ID_MEMORY
 from loopwatch.guard._policy import MAX_ERROR_TEXT, error_text
 
 S = "session"
@@ -258,6 +259,27 @@ def test_a_reused_call_id_after_its_outcome_is_a_new_call() -> None:
         guard.before_call("read", {}, session_key=S, tool_call_id="same")
         guard.after_call("read", {}, session_key=S, tool_call_id="same", result="x")
     assert len(guard.history(session_key=S)) == 3
+
+
+def test_the_newest_finished_call_ids_are_remembered_oldest_forgotten_first() -> None:
+    """A second report of a finished id records nothing, for the newest CALL_ID_MEMORY
+    finished ids (a second report does not make an id newer)."""
+    guard = LoopGuard({"enabled": False})
+
+    def report(call_id: str) -> ToolCallRecord | None:
+        return guard.after_call("read", {}, session_key=S, tool_call_id=call_id, result="x")
+
+    assert report("first") is not None
+    assert report("kept") is not None
+    assert report("first") is None  # finished already
+    for index in range(CALL_ID_MEMORY - 2):
+        assert report(f"c{index}") is not None
+    assert report("first") is None  # the oldest of CALL_ID_MEMORY: still remembered
+    assert report("extra") is not None
+    assert report("first") is not None  # forgotten: recorded again, and "kept" forgotten
+    assert report("kept") is not None  # and c0 forgotten
+    assert report("c1") is None
+    assert report("c0") is not None
 
 
 def test_a_reused_call_id_on_another_call_in_flight_is_decided_afresh() -> None:

@@ -132,3 +132,23 @@ def test_the_byte_digests_are_the_hex_ones(value: object, text: str) -> None:
     assert digest_bytes(value).hex() == expected == digest(value)
     details = {"status": value}
     assert details_and_text_bytes(details, text).hex() == digest_details_and_text(details, text)
+
+
+def test_before_any_hash_the_empty_hashes_are_parsed_too() -> None:
+    """In a fresh process, before anything was hashed, the remembered hash is no string a
+    caller can pass: an empty args or result hash (the empty string is one shared object)
+    was once read as empty digest bytes, and came back from the store as zeros."""
+    import subprocess
+    import sys
+
+    script = """
+from loopwatch.core import fingerprint, outcomes
+from loopwatch.core.records import ToolCallRecord
+from loopwatch.stores.memory._compact import CompactRecord, call_key, result_key
+assert call_key("", "") == "" and result_key("") == ""
+assert fingerprint.signature_digest("", "") is None and outcomes.result_digest("") is None
+record = ToolCallRecord("read", "read:" + "ab" * 32, None, None, "", None, 7, None)
+assert CompactRecord.filled(record, call_key("read", record.args_hash)).public() == record
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

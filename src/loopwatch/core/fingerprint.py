@@ -736,10 +736,11 @@ def hash_tool_call(tool_name: str, params: object, *, normalizers: Collection[st
 #: The newest signature :func:`hash_tool_call` returned for a plain ``str`` tool name, that
 #: name and the 32 bytes its hex digits stand for (see :func:`signature_digest`). One
 #: tuple, replaced whole, so a thread reads a consistent triple; it keeps the signature
-#: alive, so no other string can have its identity. Until the first hash, a string made at
-#: run time that no caller can hold (a literal ``""`` is interned: a caller's empty args
-#: hash would be it, and "match" the empty tool name).
-_last_signature: tuple[str, str, bytes] = ("".join(("<no ", "signature>")), "", b"")
+#: alive, so no other string can have its identity.
+#: Before the first call, a triple of the same kind (not ``("", "", b"")``: the empty
+#: string is shared, so an args hash ``""`` of tool ``""`` would have been read as those
+#: empty bytes).
+_last_signature: tuple[str, str, bytes] = (":" + bytes(32).hex(), "", bytes(32))
 
 
 def signature_digest(tool_name: str, args_hash: str) -> bytes | None:

@@ -9,6 +9,7 @@ when it can prove the answer is the same, and each is bounded in memory.
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Final
 
@@ -128,7 +129,18 @@ class ArgsMemo:
             return None
         if type(run_id) not in _IDS or type(agent_id) not in _IDS:
             return None
-        return context[2] if self.hash_of(tool, params) is not None else None
+        # hash_of(tool, params) is not None, inlined (once per after_call)
+        if params is not self.params or tool != self.tool:
+            return None
+        items = self.items
+        if items is not None:
+            assert isinstance(params, dict)
+            if len(params) != len(items):
+                return None
+            for key, value in items:
+                if params.get(key, _MISSING) is not value:
+                    return None
+        return context[2]
 
 
 #: A call in flight: its decision (a ``Decision``), normalised tool name and args hash.
@@ -157,7 +169,9 @@ class CallBook:
 
     def __init__(self) -> None:
         self._in_flight: dict[tuple[str, str | None], InFlight] = {}
-        self._finished: dict[tuple[str, str | None], bool] = {}
+        #: An ``OrderedDict``: the oldest id goes in O(1) (``next(iter())`` of a ``dict``
+        #: walks the holes its deleted oldest entries leave, a microsecond once it is full).
+        self._finished: OrderedDict[tuple[str, str | None], bool] = OrderedDict()
         self._memos: dict[tuple[str, str | None], ArgsMemo] = {}
         self._chars = 0
         self._lock = threading.Lock()
@@ -223,7 +237,7 @@ class CallBook:
             finished.pop(key, None)
             finished[key] = True
             if len(finished) > CALL_ID_MEMORY:
-                del finished[next(iter(finished))]
+                finished.popitem(last=False)  # the oldest
             return False, memo
 
     def __len__(self) -> int:

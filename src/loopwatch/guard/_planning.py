@@ -135,15 +135,16 @@ def plan_after(
     error: object,
     agent_id: object,
     memo: ArgsMemo | None,
+    context: object,
 ) -> RecordOutcome | None:
     """Hash the outcome outside any lock; ``None`` when there is nothing to record.
 
     When the call is provably the one ``before_call`` planned (the same params, run id
-    and agent id objects, see :meth:`ArgsMemo.context_for`), its plan supplies what
-    would otherwise be derived again: the args hash, the config, the ids, the
-    post-compaction guard spec. Otherwise every input is read afresh.
+    and agent id objects: ``context`` is ``memo.context_for(...)``, the plan, else
+    ``None``), its plan supplies what would otherwise be derived again: the args hash,
+    the config, the ids, the post-compaction guard spec. Otherwise every input is read
+    afresh.
     """
-    context = None if memo is None else memo.context_for(tool, params, run_id, agent_id)
     if context is None:
         _block, resolved, spec = guard._config_for(agent_id)
     try:

@@ -34,6 +34,7 @@ from loopwatch.core._undefined import UNDEFINED
 from loopwatch.core.fingerprint import hash_tool_call
 from loopwatch.core.naming import normalize_tool_name
 from loopwatch.core.normalizers import validate_normalizers
+from loopwatch.core.outcomes import OutcomeHash, outcome_fields
 from loopwatch.core.records import ToolCallRecord
 from loopwatch.detectors.compaction import GuardSnapshot, GuardVerdict, log_abort
 from loopwatch.detectors.profiles import (
@@ -54,6 +55,7 @@ from loopwatch.guard._planning import BeforePlan, plan_after, plan_before
 from loopwatch.guard._policy import (
     OnceLog,
     StoreErrorRate,
+    UnhashableValueError,
     error_text,
     read_clock,
     strict_from_env,
@@ -587,14 +589,63 @@ class LoopGuard:
             done, memo = self._calls.finish(key, tool_call_id)
             if done:
                 return None
-            op = plan_after(
-                self, tool, params, key, run_id, tool_call_id, result, error, agent_id, memo
-            )
-            if op is None:
-                return None
+            plan = None if memo is None else memo.context_for(tool, params, run_id, agent_id)
             store = self._store
-            with store.session_lock(key):
-                written = store.record_outcome(*op)  # RecordOutcome.run, inlined
+            if plan is None or type(store) is not MemoryStore:
+                op = plan_after(
+                    self,
+                    tool,
+                    params,
+                    key,
+                    run_id,
+                    tool_call_id,
+                    result,
+                    error,
+                    agent_id,
+                    memo,
+                    plan,
+                )
+                if op is None:
+                    return None
+                with store.session_lock(key):
+                    written = store.record_outcome(*op)  # RecordOutcome.run, inlined
+            else:
+                # The usual outcome: plan_after with before_call's plan, then RecordOutcome
+                # run on the memory store, inlined. The store takes the write's fields as
+                # they are (no OutcomeHash, OutcomeWrite or RecordOutcome built), under its
+                # one lock (its session_lock, which record_outcome takes again).
+                assert isinstance(plan, BeforePlan)
+                try:
+                    result_hash, unknown = outcome_fields(
+                        tool, params, result, error, self.send_tools, self.normalizers
+                    )
+                except Exception as exc:
+                    raise UnhashableValueError(error_text(exc)) from exc
+                if result_hash is None:
+                    return None  # no result, or the loop veto: nothing changes
+                call = plan.call
+                facts = (
+                    None
+                    if self._no_outcome_facts
+                    else self.detector_profile.outcome_facts(
+                        call, params, OutcomeHash(result_hash, unknown), result, error
+                    )
+                )
+                now = read_clock(self._clock)
+                written = store._record_fields(
+                    key,
+                    tool,
+                    call.args_hash,
+                    plan.call_id,
+                    call.run_id,
+                    result_hash,
+                    unknown,
+                    plan.resolved.history_size,
+                    int(now * 1000),
+                    facts,
+                    plan.guard_spec,
+                    now,
+                )
             # The store's reply is read here, where the failure policy still applies (a
             # store of the host's may return something else than the contract's tuple).
             record, verdict = written
@@ -642,8 +693,9 @@ class LoopGuard:
             done, memo = self._calls.finish(key, tool_call_id)
             if done:
                 return None
+            plan = None if memo is None else memo.context_for(tool, params, run_id, agent_id)
             op = plan_after(
-                self, tool, params, key, run_id, tool_call_id, result, error, agent_id, memo
+                self, tool, params, key, run_id, tool_call_id, result, error, agent_id, memo, plan
             )
             if op is None:
                 return None

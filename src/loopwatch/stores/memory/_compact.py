@@ -16,6 +16,7 @@ from collections.abc import Callable
 from operator import attrgetter
 from typing import Final
 
+from loopwatch.core import outcomes as _outcomes
 from loopwatch.core.fingerprint import signature_digest
 from loopwatch.core.outcomes import result_digest
 from loopwatch.core.records import ToolCallRecord
@@ -23,18 +24,21 @@ from loopwatch.core.records import ToolCallRecord
 #: A record's packed form: the args digest (32 bytes), the result key (the result digest
 #: and one byte for its kind, see :func:`result_key`), the timestamp (signed, 8 bytes).
 _PACKED: Final = struct.Struct("<32s33sq")
+#: The same bytes with the result key in its two parts (digest, kind): packed without
+#: joining them first.
+PACKED_PARTS: Final = struct.Struct("<32s32sBq")
 RESULT_KEY: Final = slice(32, 65)
 KIND_AT: Final = 64
 #: Result kinds, the last byte of a result key: no outcome yet, a digest (SPEC §3.3), or
 #: ``"error:"`` and a digest.
 PENDING: Final = 0
-_DIGEST: Final = 1
-_ERROR: Final = 2
+DIGEST: Final = 1
+ERROR: Final = 2
 _KIND_BYTES: Final = (b"\x00", b"\x01", b"\x02")
 _ERROR_PREFIX: Final = "error:"
 _NO_RESULT: Final = bytes(32) + _KIND_BYTES[PENDING]
-_MIN_TS: Final = -(2**63)
-_MAX_TS: Final = 2**63 - 1
+MIN_TS: Final = -(2**63)
+MAX_TS: Final = 2**63 - 1
 
 
 def _digest(text: str) -> bytes | None:
@@ -82,14 +86,14 @@ def result_key(result_hash: str) -> bytes | str:
     raw = result_digest(result_hash)
     if raw is not None:  # the result hash the guard just made: its bytes, not parsed back
         # (64 hex digits never start with "error:")
-        kind = _ERROR if result_hash.startswith(_ERROR_PREFIX) else _DIGEST
+        kind = ERROR if result_hash.startswith(_ERROR_PREFIX) else DIGEST
         return raw + _KIND_BYTES[kind]
     if result_hash.startswith(_ERROR_PREFIX):
         digest = _digest(result_hash[len(_ERROR_PREFIX) :])
-        kind = _ERROR
+        kind = ERROR
     else:
         digest = _digest(result_hash)
-        kind = _DIGEST
+        kind = DIGEST
     return result_hash if digest is None else digest + _KIND_BYTES[kind]
 
 
@@ -98,7 +102,7 @@ def result_hash_of(key: bytes | str) -> str:
     if isinstance(key, str):
         return key
     digest = key[:32].hex()
-    return _ERROR_PREFIX + digest if key[32] == _ERROR else digest
+    return _ERROR_PREFIX + digest if key[32] == ERROR else digest
 
 
 def _pack(record: ToolCallRecord, args: bytes | str) -> bytes | None:
@@ -111,7 +115,7 @@ def _pack(record: ToolCallRecord, args: bytes | str) -> bytes | None:
         not isinstance(args, bytes)
         or not isinstance(result, bytes)
         or type(timestamp) is not int
-        or not _MIN_TS <= timestamp <= _MAX_TS
+        or not MIN_TS <= timestamp <= MAX_TS
     ):
         return None
     return _PACKED.pack(args, result, timestamp)
@@ -148,21 +152,34 @@ class CompactRecord:
     def filled(cls, record: ToolCallRecord, key: bytes | str) -> CompactRecord:
         """``CompactRecord(record, key)`` for a record with an outcome: the usual record,
         packed with fewer steps when its fields have the usual forms."""
-        result = result_key(record.result_hash) if record.result_hash is not None else None
+        result_hash = record.result_hash
         timestamp = record.timestamp
+        last = _outcomes._last_result  # result_digest(result_hash), inlined
         if (
-            type(key) is not bytes
-            or type(result) is not bytes
-            or type(timestamp) is not int
-            or not _MIN_TS <= timestamp <= _MAX_TS
+            last[0] is result_hash  # the result hash the guard just made (a str)
+            and type(key) is bytes
+            and type(timestamp) is int
+            and MIN_TS <= timestamp <= MAX_TS
         ):
-            return cls(record, key)
+            # result_key(result_hash) is these digest bytes and their kind, packed apart.
+            kind = ERROR if result_hash.startswith(_ERROR_PREFIX) else DIGEST
+            packed = PACKED_PARTS.pack(key, last[1], kind, timestamp)
+        else:
+            result = result_key(result_hash) if result_hash is not None else None
+            if (
+                type(key) is not bytes
+                or type(result) is not bytes
+                or type(timestamp) is not int
+                or not MIN_TS <= timestamp <= MAX_TS
+            ):
+                return cls(record, key)
+            packed = _PACKED.pack(key, result, timestamp)
         self = cls.__new__(cls)
         tool_name = record.tool_name
         self.tool_name = sys.intern(tool_name) if type(tool_name) is str else tool_name
         self.call_id = record.tool_call_id
         self.run_id = record.run_id
-        self.packed = _PACKED.pack(key, result, timestamp)
+        self.packed = packed
         unknown, facts = record.unknown_tool_name, record.facts
         self.extra = None if unknown is None and facts is None else (unknown, facts)
         return self
@@ -290,6 +307,19 @@ class CompactRecord:
         )
 
 
+class RecordSlots:
+    """The slots of :class:`~loopwatch.core.records.ToolCallRecord`, written plainly.
+
+    A record built as one of these, its eight fields written as attributes, then given the
+    class ``ToolCallRecord`` (the same slots, so the same layout), is the record its
+    ``__init__`` builds, in a third of the time: that ``__init__`` writes each slot
+    through its descriptor, as its frozen class refuses attribute writes. For the record
+    every outcome fills in (the memory store's usual write).
+    """
+
+    __slots__ = ToolCallRecord.__slots__
+
+
 def same_args_as(record: CompactRecord) -> Callable[[CompactRecord], bool]:
     """A test for "has the same args hash as ``record``", whatever the tool (ping-pong)."""
     packed = record.packed
@@ -318,6 +348,7 @@ __all__ = [
     "PENDING",
     "RESULT_KEY",
     "CompactRecord",
+    "RecordSlots",
     "call_key",
     "result_hash_of",
     "result_key",

@@ -21,14 +21,21 @@ strings are equal, so the answers are those of a scan over the public records
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Iterator, Sequence
+from sys import intern
 from typing import Final, overload
 
+from loopwatch.core import outcomes as _outcomes
 from loopwatch.core.records import ToolCallRecord
 from loopwatch.detectors.reference import NO_PING_PONG, PingPong, RunHistory, no_progress_evidence
 from loopwatch.stores.base import OutcomeWrite
 from loopwatch.stores.memory._compact import (
     CONTENT_KEY,
+    DIGEST,
+    ERROR,
     KIND_AT,
+    MAX_TS,
+    MIN_TS,
+    PACKED_PARTS,
     PENDING,
     RESULT_KEY,
     CompactRecord,
@@ -36,6 +43,9 @@ from loopwatch.stores.memory._compact import (
     result_hash_of,
     same_args_as,
 )
+
+#: ``object.__new__``: a record built without its ``__init__`` (which takes a public record).
+new_compact: Final = object.__new__
 
 #: A run longer than this gets its index by call signature. Shorter runs are scanned: a
 #: scan of a few dozen records costs about what the index costs to maintain, and no memory
@@ -200,6 +210,61 @@ class SessionHistory:
         """Append a record whose :func:`call_key` is ``key``, packed as its final form (no
         trim): what :meth:`append` of its pending form and ``fill`` of its outcome leave."""
         self._add(CompactRecord.filled(record, key))
+
+    def append_filled(self, record: ToolCallRecord, key: bytes | str, history_size: int) -> None:
+        """:meth:`add_filled`, then :meth:`trim`: what :meth:`append` of a record's pending
+        form, then its fill and trim, leave. The usual record (packed, of the session's
+        only run, which shares the session's lists) is added and trimmed inline: the
+        steps of :meth:`_add` and :meth:`trim` for it, in their order."""
+        records = self.records
+        run = self.runs.get(record.run_id)
+        result_hash = record.result_hash
+        timestamp = record.timestamp
+        last = _outcomes._last_result  # result_digest(result_hash), inlined
+        if (
+            run is None
+            or run.records is not records
+            or last[0] is not result_hash  # not the result hash the guard just made
+            or type(key) is not bytes
+            or type(timestamp) is not int
+            or not MIN_TS <= timestamp <= MAX_TS
+        ):
+            self._add(CompactRecord.filled(record, key))
+            self.trim(history_size)
+            return
+        # CompactRecord.filled(record, key), inlined: the result key is the digest bytes
+        # of the hash just made (64 hex digits, or "error:" and them) and its kind.
+        kind = DIGEST if len(result_hash) == 64 else ERROR
+        packed = PACKED_PARTS.pack(key, last[1], kind, timestamp)
+        compact = new_compact(CompactRecord)
+        tool_name = record.tool_name
+        compact.tool_name = intern(tool_name) if type(tool_name) is str else tool_name
+        compact.call_id = record.tool_call_id
+        compact.run_id = run.run_id  # one run id object per run (as _add makes it)
+        compact.packed = packed
+        unknown, facts = record.unknown_tool_name, record.facts
+        compact.extra = None if unknown is None and facts is None else (unknown, facts)
+        heads = self.heads
+        records.append(compact)
+        heads.append(packed[0])
+        if run.calls is not None or len(records) > INDEX_FROM:
+            run.added(compact)
+        excess = len(records) - history_size
+        if excess <= 0:
+            return
+        if excess == 1:
+            oldest = records[0]
+            oldest_run = self.runs[oldest.run_id]
+            if oldest_run.records is records:
+                # The usual trim once the history is full (see trim).
+                del records[0]
+                del heads[0]
+                if oldest_run.calls is not None:
+                    oldest_run.removed(oldest)
+                if not records:
+                    self._forget_runs((oldest_run.run_id,))
+                return
+        self.trim(history_size)
 
     def _add(self, record: CompactRecord) -> None:
         runs = self.runs

@@ -15,9 +15,10 @@ import numbers
 import threading
 from collections import OrderedDict
 from contextlib import AbstractContextManager
-from typing import Final
+from typing import Any, Final
 
 from loopwatch.core.fingerprint import signature_digest
+from loopwatch.core.outcomes import OutcomeHash
 from loopwatch.core.records import ToolCallRecord
 from loopwatch.detectors.compaction import (
     IDLE_VERDICT,
@@ -26,7 +27,7 @@ from loopwatch.detectors.compaction import (
     PostCompactionGuard,
 )
 from loopwatch.stores.base import MAX_RUN_GUARDS, GuardSpec, OutcomeWrite, Store
-from loopwatch.stores.memory._compact import call_key
+from loopwatch.stores.memory._compact import RecordSlots, call_key
 from loopwatch.stores.memory._history import NO_RECORDS, RunView, SessionHistory
 
 #: A session keeps at most this many warning keys; the oldest is forgotten first.
@@ -34,6 +35,8 @@ MAX_WARNING_KEYS: Final = 256
 
 _NO_GUARD: Final = GuardSnapshot(armed=False, remaining_attempts=0)
 _new_object: Final = object.__new__
+#: ``tuple.__new__``: what a named tuple's generated ``__new__`` calls.
+_new_tuple: Final = tuple.__new__
 
 
 class _RunGuard:
@@ -258,77 +261,110 @@ class MemoryStore(Store):
                 del guards[next(iter(guards))]
         return run_guard
 
-    def _complete_postponed(
-        self, session_key: str, write: OutcomeWrite, now: float
-    ) -> ToolCallRecord | None:
-        """The usual outcome, written in one step: that of the call ``begin_call`` just
-        postponed the append of.
-
-        It stands for what :meth:`record_outcome` does otherwise: :meth:`_touch` (which
-        applies the postponed append: the pending record packed, appended, the history
-        trimmed), then :meth:`SessionHistory.record_outcome` (which finds that very record,
-        the newest of its run, fills it, and trims again). When the outcome is provably for
-        that record (same session, alive; same run, tool, args hash and, when given, id),
-        the record is appended already filled instead, with the same two trims, and the
-        session touched once. ``None`` (nothing done) in any other case.
-        """
-        postponed = self._postponed
-        if postponed is None:
-            return None
-        postponed_key, session, pending, history_size, key = postponed
-        if postponed_key != session_key:
-            return None
-        ttl = self.idle_ttl_s
-        outcome = write.outcome
-        if (
-            outcome.result_hash is None
-            or pending.run_id != write.run_id
-            or pending.args_hash != write.args_hash
-            or pending.tool_name != write.tool_name
-            or (write.tool_call_id and pending.tool_call_id != write.tool_call_id)
-            or history_size < 1
-            or (ttl is not None and now - session.touched > ttl)
-            or self._sessions.get(session_key) is not session
-        ):
-            return None
-        self._postponed = None
-        filled = ToolCallRecord(
-            pending.tool_name,
-            pending.args_hash,
-            pending.tool_call_id,
-            pending.run_id,
-            outcome.result_hash,
-            outcome.unknown_tool_name,
-            pending.timestamp,
-            write.facts,
-        )
-        history = session.history
-        history.add_filled(filled, key)
-        # Both trims (the append's, then the outcome's) at once: each keeps the newest.
-        history.trim(min(history_size, write.history_size))
-        self._sessions.move_to_end(session_key)
-        session.touched = now
-        return filled
-
     def record_outcome(
         self, session_key: str, write: OutcomeWrite, guard: GuardSpec, now: float
     ) -> tuple[ToolCallRecord, GuardVerdict]:
+        outcome = write.outcome
+        return self._record_fields(
+            session_key,
+            write.tool_name,
+            write.args_hash,
+            write.tool_call_id,
+            write.run_id,
+            outcome.result_hash,
+            outcome.unknown_tool_name,
+            write.history_size,
+            write.timestamp,
+            write.facts,
+            guard,
+            now,
+            write,
+        )
+
+    def _record_fields(
+        self,
+        session_key: str,
+        tool_name: str,
+        args_hash: str,
+        tool_call_id: str | None,
+        run_id: str | None,
+        result_hash: str | None,
+        unknown_tool_name: str | None,
+        history_size: int,
+        timestamp: int,
+        facts: str | None,
+        guard: GuardSpec,
+        now: float,
+        write: OutcomeWrite | None = None,
+    ) -> tuple[ToolCallRecord, GuardVerdict]:
+        """:meth:`record_outcome` of the write with these fields (``write``, when the caller
+        has it; else it is built when needed): ``LoopGuard`` passes the fields as they are.
+
+        The usual outcome is written in one step: that of the call ``begin_call`` just
+        postponed the append of. It stands for what the plain path does: :meth:`_touch`
+        (which applies the postponed append: the pending record packed, appended, the
+        history trimmed), then :meth:`SessionHistory.record_outcome` (which finds that very
+        record, the newest of its run, fills it, and trims again). When the outcome is
+        provably for that record (same session, alive; same run, tool, args hash and, when
+        given, id), the record is appended already filled instead, with the same two trims,
+        and the session touched once.
+        """
         with self._lock:
-            record = self._complete_postponed(session_key, write, now)
-            if record is not None:
-                session = self._sessions[session_key]
-                assert record.result_hash is not None
-                guards = session.guards
-                run_guard = None if guards is None else guards.get(write.run_id)
-                if run_guard is None:
-                    run_guard = self._run_guard(session, write.run_id, guard)
-                if type(run_guard.guard) is GuardSpec:  # never armed: _RunGuard.observe, inlined
-                    verdict = run_guard.verdict = IDLE_VERDICT
-                else:
-                    verdict = run_guard.observe(
-                        record.tool_name, record.args_hash, record.result_hash
-                    )
-                return record, verdict
+            postponed = self._postponed
+            if postponed is not None and result_hash is not None:
+                postponed_key, session, pending, size, key = postponed
+                ttl = self.idle_ttl_s
+                if not (
+                    postponed_key != session_key
+                    or pending.run_id != run_id
+                    or pending.args_hash != args_hash
+                    or pending.tool_name != tool_name
+                    or (tool_call_id and pending.tool_call_id != tool_call_id)
+                    or size < 1
+                    or (ttl is not None and now - session.touched > ttl)
+                    or self._sessions.get(session_key) is not session
+                ):
+                    self._postponed = None
+                    # ToolCallRecord(pending's fields, with the outcome's), built as its
+                    # slots (see RecordSlots).
+                    filled: Any = RecordSlots()
+                    filled.tool_name = pending.tool_name
+                    filled.args_hash = pending.args_hash
+                    filled.tool_call_id = pending.tool_call_id
+                    filled.run_id = pending.run_id
+                    filled.result_hash = result_hash
+                    filled.unknown_tool_name = unknown_tool_name
+                    filled.timestamp = pending.timestamp
+                    filled.facts = facts
+                    filled.__class__ = ToolCallRecord
+                    # Both trims (the append's, then the outcome's) at once: each keeps
+                    # the newest.
+                    session.history.append_filled(filled, key, min(size, history_size))
+                    self._sessions.move_to_end(session_key)
+                    session.touched = now
+                    guards = session.guards
+                    run_guard = None if guards is None else guards.get(run_id)
+                    if run_guard is None:
+                        run_guard = self._run_guard(session, run_id, guard)
+                    if type(run_guard.guard) is GuardSpec:  # never armed: observe, inlined
+                        verdict = run_guard.verdict = IDLE_VERDICT
+                    else:
+                        verdict = run_guard.observe(filled.tool_name, filled.args_hash, result_hash)
+                    return filled, verdict
+            if write is None:
+                write = _new_tuple(
+                    OutcomeWrite,
+                    (
+                        tool_name,
+                        args_hash,
+                        tool_call_id,
+                        run_id,
+                        OutcomeHash(result_hash, unknown_tool_name),
+                        history_size,
+                        timestamp,
+                        facts,
+                    ),
+                )
             session = self._touch(session_key, now)
             record = session.history.record_outcome(write)
             assert record.result_hash is not None
