@@ -39,7 +39,7 @@ from loopwatch.core.fingerprint import hash_tool_call
 from loopwatch.core.outcomes import OutcomeHash, hash_tool_outcome
 from loopwatch.core.records import ToolCallRecord
 from loopwatch.detectors.compaction import GuardSnapshot, GuardVerdict
-from loopwatch.detectors.reference import RunHistory, ScannedRun, evaluate
+from loopwatch.detectors.reference import NO_PING_PONG, RunHistory, ScannedRun, evaluate
 from loopwatch.stores.base import GuardSpec, OutcomeWrite, Store
 from loopwatch.stores.memory import _compact, _history
 from loopwatch.stores.memory._compact import call_key, result_key
@@ -122,6 +122,49 @@ def test_a_fresh_outcome_is_packed_as_the_plain_record_is(
         assert (compact.tool_name, compact.call_id, compact.run_id) == ("read", "c1", None)
         assert (compact.packed, compact.extra) == (plain.packed, plain.extra)
         assert compact.public() == record
+
+
+@pytest.mark.parametrize(
+    "threshold",
+    [
+        "warning_threshold",
+        "critical_threshold",
+        "unknown_tool_threshold",
+        "global_circuit_breaker_threshold",
+    ],
+)
+def test_a_quiet_run_is_judged_in_full_when_a_threshold_is_not_positive(threshold: str) -> None:
+    """evaluate's shortcut for a quiet run (every answer 0) holds only while every
+    threshold is at least 1: a threshold of 0 is reached by a count of 0, as on a list."""
+    config = dataclasses.replace(resolve_config({"enabled": True}), **{threshold: 0})
+    view = SessionHistory().view(None)
+    tool, args = CALLS[0]
+    assert view.quiet(tool, args)
+    for known_poll in (False, True):
+        plain = evaluate([], tool, args, known_poll, config)
+        assert plain.stuck
+        assert evaluate(view, tool, args, known_poll, config) == plain
+
+
+def test_a_run_is_not_quiet_when_the_record_before_the_newest_is_unpacked() -> None:
+    """Ping-pong compares an unpacked record's args hash as a string, whatever its tool: a
+    record of another tool with the upcoming call's args hash may start an alternation
+    that the scan for the call's own records does not see."""
+    args = f"read:{DIGESTS[0]}"
+    history = SessionHistory()
+    calls = [("read", f"read:{DIGESTS[1]}"), ("exec", args)] * 2 + [("read", f"read:{DIGESTS[1]}")]
+    for tool, args_hash in calls:
+        # (another tool's record of "read:..." keeps its hash whole: its key is no digest)
+        record = ToolCallRecord(tool, args_hash, None, None, DIGESTS[2], None, 1)
+        history.add_filled(record, call_key(tool, args_hash))
+    view = history.view(None)
+    assert view.fields()[-2].packed is None and view.fields()[-1].extra is None
+    assert not view.quiet("read", args)
+    assert view.ping_pong("read", args).count == 6
+    config = resolve_config({"enabled": True, "warningThreshold": 5})
+    plain = evaluate(list(view), "read", args, False, config)
+    assert plain.detector == "ping_pong"
+    assert evaluate(view, "read", args, False, config) == plain
 
 
 def test_keys_of_well_formed_hashes_are_digests() -> None:
@@ -271,6 +314,9 @@ def detection(records: Sequence[ToolCallRecord] | RunHistory) -> list[object]:
         seen.append(run.unknown_tool_streak(tool))
         seen.append(run.no_progress(tool, args))
         seen.append(run.ping_pong(tool, args))
+        if isinstance(run, _history.RunView) and run.quiet(tool, args):
+            # (evaluate's shortcut: every answer it stands for is 0)
+            assert seen[-3:] == [(0, None), (0, None, 0), NO_PING_PONG]
         for config in CONFIGS:
             for known_poll in (False, True):
                 seen.append(evaluate(records, tool, args, known_poll, config))

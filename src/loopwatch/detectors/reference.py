@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Collection, Hashable, Mapping, Sequence, Set
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence, Set
 from dataclasses import dataclass
-from typing import Final, Literal, Protocol
+from typing import Any, Final, Literal, Protocol
 
 from loopwatch import messages
 from loopwatch.config import ResolvedConfig, resolve_config
@@ -242,6 +242,12 @@ def answers_itself(history: object) -> bool:
     return answers
 
 
+#: For a history type, a test of "the run provably holds nothing the reference detectors
+#: count for this call" (its unknown-tool streak, no-progress streak and count and ping-pong
+#: count all 0), by type: registered by a store's own ``RunHistory`` (the memory store's).
+_QUIET_RUNS: dict[type, Callable[[Any, str, str], bool]] = {}
+
+
 def evaluate(
     records: Sequence[ToolCallRecord] | RunHistory,
     tool_name: str,
@@ -260,6 +266,17 @@ def evaluate(
         config: the resolved config; detection is off unless ``config.enabled``.
     """
     if not config.enabled:
+        return NOT_STUCK
+    quiet = _QUIET_RUNS.get(type(records))
+    if (
+        quiet is not None
+        and config.warning_threshold > 0
+        and config.critical_threshold > 0
+        and config.unknown_tool_threshold > 0
+        and config.global_circuit_breaker_threshold > 0
+        and quiet(records, tool_name, current_hash)
+    ):
+        # Every answer 0: no threshold (each at least 1) is reached, as below.
         return NOT_STUCK
     answers = _ANSWERS.get(type(records))  # (answers_itself, inlined for a type seen before)
     run: RunHistory = (

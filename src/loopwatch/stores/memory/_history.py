@@ -26,7 +26,13 @@ from typing import Final, overload
 
 from loopwatch.core import outcomes as _outcomes
 from loopwatch.core.records import ToolCallRecord
-from loopwatch.detectors.reference import NO_PING_PONG, PingPong, RunHistory, no_progress_evidence
+from loopwatch.detectors.reference import (
+    _QUIET_RUNS,
+    NO_PING_PONG,
+    PingPong,
+    RunHistory,
+    no_progress_evidence,
+)
 from loopwatch.stores.base import OutcomeWrite
 from loopwatch.stores.memory._compact import (
     CONTENT_KEY,
@@ -456,6 +462,30 @@ class RunView(Sequence[ToolCallRecord], RunHistory):
             count += 1
         return count, name
 
+    def quiet(self, tool_name: str, args_hash: str) -> bool:
+        """Whether the run provably holds nothing the reference detectors count for this
+        call: no unknown-tool streak of it (:meth:`unknown_tool_streak` is ``(0, None)``), no
+        record of it (:meth:`no_progress` is ``(0, None, 0)``) and no alternation it would
+        continue (:meth:`ping_pong` is :data:`NO_PING_PONG`). ``False`` says nothing."""
+        records = self._run.records
+        if records:
+            newest = records[-1]
+            if newest.extra is not None and newest.tool_name == tool_name:
+                return False  # (an unknown-tool streak may start at the newest record)
+        query = self._query
+        if query is None or query[1] != args_hash or query[0] != tool_name:
+            query = self._query = (tool_name, args_hash, call_key(tool_name, args_hash))
+        key = query[2]
+        run = self._run
+        if run.calls is not None or type(key) is not bytes:
+            return False
+        if run.heads.find(key[0]) >= 0:
+            return False  # (maybe a record of the call: no_progress counts)
+        # No record of the call: the record before the newest is not of it either, which
+        # rules out an alternation when that record is packed (ping_pong then compares
+        # digests and tool names, as the scan above did).
+        return len(records) < 2 or records[-2].packed is not None
+
     def no_progress(self, tool_name: str, args_hash: str) -> tuple[int, str | None, int]:
         # The upcoming call's call_key, remembered (ping_pong needs it too).
         query = self._query
@@ -545,5 +575,7 @@ class RunView(Sequence[ToolCallRecord], RunHistory):
             tail + 1, no_progress_evidence(last_side, other_side), last.tool_name, last.args_hash
         )
 
+
+_QUIET_RUNS[RunView] = RunView.quiet
 
 __all__ = ["INDEX_FROM", "NO_RECORDS", "RunRecords", "RunView", "SessionHistory"]
