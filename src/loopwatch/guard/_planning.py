@@ -85,9 +85,9 @@ def plan_before(
     except Exception as exc:
         raise UnhashableValueError(error_text(exc)) from exc
     now = read_clock(guard._clock)
-    # The three objects below are built without their __init__'s frame (each is built on
-    # every guarded call): UpcomingCall(tool, args_hash, run, known_poll), written as a
-    # draft, then made the call it stands for (see CallDraft),
+    # The three objects below are built without their __init__ (each is built on every
+    # guarded call): UpcomingCall(tool, args_hash, run, known_poll), written as a draft of
+    # the same slots, then made the call it stands for (see CallDraft),
     draft = _new_object(CallDraft)
     draft.tool_name = tool
     draft.args_hash = args_hash

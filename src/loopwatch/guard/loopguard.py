@@ -342,12 +342,12 @@ class LoopGuard:
         )
 
     def _follow_up(self, plan: BeforePlan, verdict: LoopVerdict) -> bool:
-        """The store write a detected verdict needs (under the session lock, right after
-        detection): whether its warning bucket grew.
+        """Run the store write a detected verdict needs (:func:`follow_up`), under the
+        session lock right after detection; ``True`` when its warning bucket grew.
 
-        :meth:`before_call` performs :meth:`_before_steps` without the generator:
+        :meth:`before_call` is :meth:`_before_steps` without the generator:
         ``BeginCall.run`` inlined (the operation :meth:`_begin` builds), detection, then
-        this, which a healthy call (:data:`NOT_STUCK`) does not need.
+        this, which a healthy call (:data:`NOT_STUCK`) skips.
         """
         follow = follow_up(self, plan, verdict)
         if follow is None:
