@@ -167,6 +167,27 @@ def test_a_run_is_not_quiet_when_the_record_before_the_newest_is_unpacked() -> N
     assert evaluate(view, "read", args, False, config) == plain
 
 
+def test_a_run_is_quiet_past_records_whose_key_only_starts_alike() -> None:
+    """quiet scans for the call's own records as no_progress does: a record of the same
+    tool whose digest only shares its first byte (its entry in ``heads``) is another call."""
+    digests = [hashlib.sha256(str(i).encode()).hexdigest() for i in range(600)]
+    first = digests[0][:2]
+    other = next(d for d in digests[1:] if d[:2] == first)
+    history = SessionHistory()
+    for digest in (digests[0], digests[1], digests[0]):
+        record = ToolCallRecord("read", f"read:{digest}", None, None, DIGESTS[2], None, 1)
+        history.add_filled(record, call_key("read", record.args_hash))
+    view = history.view(None)
+    config = resolve_config({"enabled": True, "warningThreshold": 2})
+    for digest, quiet in ((other, True), (digests[0], False)):
+        args = f"read:{digest}"
+        assert view.quiet("read", args) is quiet
+        assert view.no_progress("read", args)[2] == (0 if quiet else 2)
+        for known_poll in (False, True):
+            plain = evaluate(list(view), "read", args, known_poll, config)
+            assert evaluate(view, "read", args, known_poll, config) == plain
+
+
 def test_keys_of_well_formed_hashes_are_digests() -> None:
     digest = DIGESTS[0]
     assert call_key("read", f"read:{digest}") == bytes.fromhex(digest)

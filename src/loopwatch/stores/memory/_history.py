@@ -479,11 +479,20 @@ class RunView(Sequence[ToolCallRecord], RunHistory):
         run = self._run
         if run.calls is not None or type(key) is not bytes:
             return False
-        if run.heads.find(key[0]) >= 0:
-            return False  # (maybe a record of the call: no_progress counts)
-        # No record of the call: the record before the newest is not of it either, which
-        # rules out an alternation when that record is packed (ping_pong then compares
-        # digests and tool names, as the scan above did).
+        # No record of the call: no_progress's scan, stopping at the first it finds.
+        heads = run.heads
+        head = key[0]
+        at = heads.find(head)
+        while at >= 0:
+            record = records[at]
+            if record.tool_name == tool_name:
+                packed = record.packed
+                if packed.startswith(key) if packed is not None else record.key == key:
+                    return False
+            at = heads.find(head, at + 1)
+        # So the record before the newest is not of the call either, which rules out an
+        # alternation when that record is packed (ping_pong then compares digests and tool
+        # names, as this scan did).
         return len(records) < 2 or records[-2].packed is not None
 
     def no_progress(self, tool_name: str, args_hash: str) -> tuple[int, str | None, int]:
