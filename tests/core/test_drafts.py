@@ -1,7 +1,7 @@
 """The drafts the guard builds its per-call objects with are those objects, exactly.
 
 ``plan_before`` writes its ``UpcomingCall`` and pending ``ToolCallRecord`` as writable
-drafts (``CallDraft``, ``RecordDraft``) and then assigns their class: what comes out must
+drafts (``UpcomingCallDraft``, ``RecordDraft``) and then assigns their class: what comes out must
 be indistinguishable from the ``__init__``-built object.
 """
 
@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from loopwatch import LoopGuard
 from loopwatch.core.naming import normalize_run_id
 from loopwatch.core.records import RecordDraft, ToolCallRecord
-from loopwatch.detectors.profiles import CallDraft, UpcomingCall
+from loopwatch.detectors.profiles import UpcomingCall, UpcomingCallDraft
 from loopwatch.guard._planning import plan_before
 
 TEXT = st.one_of(st.none(), st.text(max_size=6))
@@ -28,8 +28,8 @@ def test_the_drafts_have_the_very_slots_of_what_they_stand_for() -> None:
     # (__class__ assignment needs the same layout; a new field must reach the draft too)
     assert RecordDraft.__slots__ == ToolCallRecord.__slots__
     assert RecordDraft.__slots__ == tuple(f.name for f in dataclasses.fields(ToolCallRecord))
-    assert CallDraft.__slots__ == UpcomingCall.__slots__
-    assert CallDraft.__slots__ == tuple(f.name for f in dataclasses.fields(UpcomingCall))
+    assert UpcomingCallDraft.__slots__ == UpcomingCall.__slots__
+    assert UpcomingCallDraft.__slots__ == tuple(f.name for f in dataclasses.fields(UpcomingCall))
 
 
 def _same(built: Any, plain: Any) -> None:

@@ -12,8 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loopwatch import UNDEFINED, LoopGuard, PostCompactionLoopPersistedError
-from loopwatch.core.records import ToolCallRecord
-from loopwatch.stores.memory._compact import RecordSlots
+from loopwatch.core.records import RecordDraft, ToolCallRecord
 from loopwatch.stores.memory.store import MemoryStore
 
 
@@ -176,7 +175,7 @@ FIELDS = st.tuples(
 
 @given(FIELDS)
 def test_a_record_built_as_its_slots_is_the_record(fields: tuple[Any, ...]) -> None:
-    built: Any = RecordSlots()
+    built: Any = RecordDraft()
     for name, value in zip(ToolCallRecord.__slots__, fields, strict=True):
         setattr(built, name, value)
     built.__class__ = ToolCallRecord

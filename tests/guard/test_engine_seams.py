@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from loopwatch import LoopGuard, LoopVerdict, ToolCallRecord
 from loopwatch.detectors.profiles import DetectorProfile, UpcomingCall
-from loopwatch.guard._memo import CALL_ID_MEMORY
+from loopwatch.guard._memo import ARGS_MEMO_SIZE, CALL_ID_MEMORY
 from loopwatch.guard._policy import MAX_ERROR_TEXT, error_text
 
 S = "session"
@@ -476,3 +476,41 @@ def test_an_adaptive_verdict_explains_itself_in_the_decision_and_the_event() -> 
     assert decision.verdict.explanation and "reset by" in decision.verdict.explanation
     loops = [e.to_dict() for e in events if e.type == "tool.loop"]
     assert loops and loops[-1]["explanation"] == decision.verdict.explanation
+
+
+def test_the_newest_calls_in_flight_are_remembered_oldest_forgotten_first() -> None:
+    """A host whose after_calls never come: a second layer asking about one of the newest
+    CALL_ID_MEMORY calls in flight gets its decision without a new record; the oldest is
+    forgotten first, and asked again it is a new call."""
+    guard = LoopGuard({"enabled": True, "historySize": 2 * CALL_ID_MEMORY})
+
+    def ask(call_id: str) -> None:
+        guard.before_call("read", {"path": call_id}, session_key=S, tool_call_id=call_id)
+
+    def recorded() -> int:
+        return len(guard.history(session_key=S))
+
+    ask("first")
+    ask("kept")
+    ask("first")  # in flight: counts once
+    assert recorded() == 2
+    for index in range(CALL_ID_MEMORY - 2):
+        ask(f"c{index}")
+    before = recorded()
+    ask("first")  # the oldest of CALL_ID_MEMORY in flight: still remembered
+    assert recorded() == before
+    ask("extra")  # "first" goes
+    ask("first")  # a new call now, which pushes "kept" out
+    assert recorded() == before + 2
+    ask("c0")  # still in flight
+    assert recorded() == before + 2
+    ask("kept")
+    assert recorded() == before + 3
+
+
+def test_the_args_memos_keep_the_newest_oldest_dropped_first() -> None:
+    guard = LoopGuard({"enabled": True})
+    for index in range(ARGS_MEMO_SIZE + 3):
+        guard.before_call("read", {"n": index}, session_key=S, tool_call_id=f"m{index}")
+    keys = guard._calls.keys()
+    assert keys == [(S, f"m{index}") for index in range(3, ARGS_MEMO_SIZE + 3)]

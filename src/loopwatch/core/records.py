@@ -89,8 +89,9 @@ class RecordDraft:
 
     Its fields are plain attribute writes, a fifth the cost of the descriptor writes of
     ``ToolCallRecord.__init__``; assigning ``__class__ = ToolCallRecord`` (allowed: the very
-    same slots) then makes it the record it stands for, as frozen as any. What the guard
-    builds its pending record with, on every guarded call; every field must be written.
+    same slots) then makes it the record it stands for, as frozen as any. How the guard builds
+    its pending record and the memory store the filled one, once each on every guarded call;
+    every field must be written.
     """
 
     __slots__ = _RECORD_FIELDS

@@ -107,7 +107,7 @@ _set_call_tool_name, _set_call_args_hash, _set_call_run_id, _set_call_known_poll
 )
 
 
-class CallDraft:
+class UpcomingCallDraft:
     """An :class:`UpcomingCall` being built: the same slots, writable (as
     :class:`~loopwatch.core.records.RecordDraft` for records: plain attribute writes, then
     ``__class__ = UpcomingCall``). Every field must be written."""

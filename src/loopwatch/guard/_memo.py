@@ -168,11 +168,12 @@ class CallBook:
     __slots__ = ("_chars", "_finished", "_in_flight", "_lock", "_memos")
 
     def __init__(self) -> None:
-        self._in_flight: dict[tuple[str, str | None], InFlight] = {}
-        #: An ``OrderedDict``: the oldest id goes in O(1) (``next(iter())`` of a ``dict``
-        #: walks the holes its deleted oldest entries leave, a microsecond once it is full).
+        # OrderedDicts, all three: the oldest entry goes in O(1) (``next(iter())`` of a
+        # ``dict`` walks the holes its deleted oldest entries leave, a microsecond a call
+        # once it is full, as it stays when a host's after_calls never come).
+        self._in_flight: OrderedDict[tuple[str, str | None], InFlight] = OrderedDict()
         self._finished: OrderedDict[tuple[str, str | None], bool] = OrderedDict()
-        self._memos: dict[tuple[str, str | None], ArgsMemo] = {}
+        self._memos: OrderedDict[tuple[str, str | None], ArgsMemo] = OrderedDict()
         self._chars = 0
         self._lock = threading.Lock()
 
@@ -207,14 +208,14 @@ class CallBook:
                 self._chars += memo.chars
                 # Calls whose after_call never came: drop the oldest.
                 while len(memos) > ARGS_MEMO_SIZE or self._chars > ARGS_MEMO_CHARS:
-                    self._chars -= memos.pop(next(iter(memos))).chars
+                    self._chars -= memos.popitem(last=False)[1].chars
             if ident:
                 self._finished.pop(key, None)
                 in_flight = self._in_flight
                 in_flight.pop(key, None)
                 in_flight[key] = decided
                 if len(in_flight) > CALL_ID_MEMORY:
-                    del in_flight[next(iter(in_flight))]
+                    in_flight.popitem(last=False)  # the oldest
 
     def finish(self, session_key: str, call_id: object) -> tuple[bool, ArgsMemo | None]:
         """An outcome is reported: (whether this id's outcome was recorded already, the

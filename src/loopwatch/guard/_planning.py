@@ -17,7 +17,7 @@ from loopwatch.core.fingerprint import hash_tool_call
 from loopwatch.core.naming import normalize_run_id, normalize_tool_call_id
 from loopwatch.core.outcomes import hash_tool_outcome
 from loopwatch.core.records import RecordDraft, ToolCallRecord
-from loopwatch.detectors.profiles import CallDraft, UpcomingCall
+from loopwatch.detectors.profiles import UpcomingCall, UpcomingCallDraft
 from loopwatch.detectors.reference import is_known_poll
 from loopwatch.guard._memo import ArgsMemo
 from loopwatch.guard._ops import RecordOutcome
@@ -87,8 +87,8 @@ def plan_before(
     now = read_clock(guard._clock)
     # The three objects below are built without their __init__ (each is built on every
     # guarded call): UpcomingCall(tool, args_hash, run, known_poll), written as a draft of
-    # the same slots, then made the call it stands for (see CallDraft),
-    draft = _new_object(CallDraft)
+    # the same slots, then made the call it stands for (see UpcomingCallDraft),
+    draft = _new_object(UpcomingCallDraft)
     draft.tool_name = tool
     draft.args_hash = args_hash
     draft.run_id = run

@@ -307,19 +307,6 @@ class CompactRecord:
         )
 
 
-class RecordSlots:
-    """The slots of :class:`~loopwatch.core.records.ToolCallRecord`, written plainly.
-
-    A record built as one of these, its eight fields written as attributes, then given the
-    class ``ToolCallRecord`` (the same slots, so the same layout), is the record its
-    ``__init__`` builds, in a third of the time: that ``__init__`` writes each slot
-    through its descriptor, as its frozen class refuses attribute writes. For the record
-    every outcome fills in (the memory store's usual write).
-    """
-
-    __slots__ = ToolCallRecord.__slots__
-
-
 def same_args_as(record: CompactRecord) -> Callable[[CompactRecord], bool]:
     """A test for "has the same args hash as ``record``", whatever the tool (ping-pong)."""
     packed = record.packed
@@ -348,7 +335,6 @@ __all__ = [
     "PENDING",
     "RESULT_KEY",
     "CompactRecord",
-    "RecordSlots",
     "call_key",
     "result_hash_of",
     "result_key",

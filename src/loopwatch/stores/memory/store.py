@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from loopwatch.core.fingerprint import signature_digest
 from loopwatch.core.outcomes import OutcomeHash
-from loopwatch.core.records import ToolCallRecord
+from loopwatch.core.records import RecordDraft, ToolCallRecord
 from loopwatch.detectors.compaction import (
     IDLE_VERDICT,
     GuardSnapshot,
@@ -27,7 +27,7 @@ from loopwatch.detectors.compaction import (
     PostCompactionGuard,
 )
 from loopwatch.stores.base import MAX_RUN_GUARDS, GuardSpec, OutcomeWrite, Store
-from loopwatch.stores.memory._compact import RecordSlots, call_key
+from loopwatch.stores.memory._compact import call_key
 from loopwatch.stores.memory._history import NO_RECORDS, RunView, SessionHistory
 
 #: A session keeps at most this many warning keys; the oldest is forgotten first.
@@ -326,8 +326,8 @@ class MemoryStore(Store):
                 ):
                     self._postponed = None
                     # ToolCallRecord(pending's fields, with the outcome's), built as its
-                    # slots (see RecordSlots).
-                    filled: Any = RecordSlots()
+                    # slots (see RecordDraft).
+                    filled: Any = RecordDraft()
                     filled.tool_name = pending.tool_name
                     filled.args_hash = pending.args_hash
                     filled.tool_call_id = pending.tool_call_id
