@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Collection, Hashable, Mapping, Sequence, Set
+from collections.abc import Collection, Hashable, Mapping, Sequence, Set
 from dataclasses import dataclass
-from typing import Any, Final, Literal, Protocol
+from typing import Final, Literal, Protocol
 
 from loopwatch import messages
 from loopwatch.config import ResolvedConfig, resolve_config
@@ -130,6 +130,14 @@ class RunHistory(ABC):
         """The run's records, oldest first, for detectors that read them one by one (the
         adaptive profile's); cheaper than public records for a store that keeps its own."""
 
+    def quiet(self, tool_name: str, current_hash: str) -> bool:
+        """Whether the run provably holds nothing the three questions count for the call:
+        :meth:`unknown_tool_streak` would be ``(0, None)``, :meth:`no_progress`
+        ``(0, None, 0)`` and :meth:`ping_pong` :data:`NO_PING_PONG`. ``False`` says nothing
+        (the default): a history with an index may prove it in one step, and
+        :func:`evaluate` then answers at once (most calls of a healthy run)."""
+        return False
+
     def content_keys(self, start: int) -> Sequence[Hashable] | None:
         """For each record of ``fields()[start:]``, a hashable value that determines all
         its fields (equal keys, equal records), so a profile may memoise what it derives
@@ -242,12 +250,6 @@ def answers_itself(history: object) -> bool:
     return answers
 
 
-#: For a history type, a test of "the run provably holds nothing the reference detectors
-#: count for this call" (its unknown-tool streak, no-progress streak and count and ping-pong
-#: count all 0), by type: registered by a store's own ``RunHistory`` (the memory store's).
-_QUIET_RUNS: dict[type, Callable[[Any, str, str], bool]] = {}
-
-
 def evaluate(
     records: Sequence[ToolCallRecord] | RunHistory,
     tool_name: str,
@@ -267,23 +269,21 @@ def evaluate(
     """
     if not config.enabled:
         return NOT_STUCK
-    quiet = _QUIET_RUNS.get(type(records))
-    if (
-        quiet is not None
-        and config.warning_threshold > 0
-        and config.critical_threshold > 0
-        and config.unknown_tool_threshold > 0
-        and config.global_circuit_breaker_threshold > 0
-        and quiet(records, tool_name, current_hash)
-    ):
-        # Every answer 0: no threshold (each at least 1) is reached, as below.
-        return NOT_STUCK
     answers = _ANSWERS.get(type(records))  # (answers_itself, inlined for a type seen before)
     run: RunHistory = (
         records  # type: ignore[assignment]
         if (answers if answers is not None else answers_itself(records))
         else ScannedRun(records)  # type: ignore[arg-type]
     )
+    if (
+        config.warning_threshold > 0
+        and config.critical_threshold > 0
+        and config.unknown_tool_threshold > 0
+        and config.global_circuit_breaker_threshold > 0
+        and run.quiet(tool_name, current_hash)
+    ):
+        # Every answer 0: no threshold (each at least 1) is reached, as below.
+        return NOT_STUCK
     unknown_streak, unknown_name = run.unknown_tool_streak(tool_name)
     if unknown_streak >= config.unknown_tool_threshold:
         shown = unknown_name or tool_name

@@ -27,7 +27,6 @@ from typing import Final, overload
 from loopwatch.core import outcomes as _outcomes
 from loopwatch.core.records import ToolCallRecord
 from loopwatch.detectors.reference import (
-    _QUIET_RUNS,
     NO_PING_PONG,
     PingPong,
     RunHistory,
@@ -463,10 +462,8 @@ class RunView(Sequence[ToolCallRecord], RunHistory):
         return count, name
 
     def quiet(self, tool_name: str, args_hash: str) -> bool:
-        """Whether the run provably holds nothing the reference detectors count for this
-        call: no unknown-tool streak of it (:meth:`unknown_tool_streak` is ``(0, None)``), no
-        record of it (:meth:`no_progress` is ``(0, None, 0)``) and no alternation it would
-        continue (:meth:`ping_pong` is :data:`NO_PING_PONG`). ``False`` says nothing."""
+        # No unknown-tool streak of the call, no record of it, no alternation it would
+        # continue (see RunHistory.quiet).
         records = self._run.records
         if records:
             newest = records[-1]
@@ -584,7 +581,5 @@ class RunView(Sequence[ToolCallRecord], RunHistory):
             tail + 1, no_progress_evidence(last_side, other_side), last.tool_name, last.args_hash
         )
 
-
-_QUIET_RUNS[RunView] = RunView.quiet
 
 __all__ = ["INDEX_FROM", "NO_RECORDS", "RunRecords", "RunView", "SessionHistory"]
