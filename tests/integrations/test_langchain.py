@@ -506,3 +506,44 @@ def test_a_sub_agent_in_a_tool_on_one_guard_and_session_is_guarded_from_its_firs
     assert names.count(TOOL) == BLOCK_AT - 1
     assert names.count("ask_child") == 1
     assert [e.type for e in events] == ["tool.loop", "tool.loop", "tool.execution.blocked"]
+
+
+def test_langchain_refuses_a_second_loop_guard_middleware_and_a_subclass_runs_beside() -> None:
+    # create_agent keeps one middleware of each name (the class name): a second guard, e.g.
+    # a shadow guard measuring beside the enforcing one, needs a subclass (README).
+    outer, events = make_guard()
+    shadow, shadow_events = make_guard(enforce=False)
+    counter = Counter()
+
+    def read_file(path: str) -> str:
+        """Read a file."""
+        return counter()
+
+    with pytest.raises(AssertionError, match="duplicate middleware"):
+        create_agent(
+            ScriptedChatModel(script=looping(max_calls=30)),
+            tools=[read_file],
+            middleware=[LoopGuardMiddleware(outer), LoopGuardMiddleware(shadow)],
+        )
+
+    class ShadowGuardMiddleware(LoopGuardMiddleware):
+        pass
+
+    agent = create_agent(
+        ScriptedChatModel(script=looping(max_calls=30)),
+        tools=[read_file],
+        checkpointer=InMemorySaver(),
+        middleware=[LoopGuardMiddleware(outer), ShadowGuardMiddleware(shadow)],
+    )
+    config = RunnableConfig(recursion_limit=200, configurable={"thread_id": "thread-1"})
+    shown = tool_messages(agent.invoke(GO, config))
+    assert str(shown[WARN_AT - 1].content).startswith(WARNED_RESULT)
+    assert shown[BLOCK_AT - 1].content == CRITICAL
+    assert counter.calls == BLOCK_AT - 1
+    assert [e.type for e in events] == ["tool.loop", "tool.loop", "tool.execution.blocked"]
+    # The shadow saw every call that ran, with the tool's own result (the outer warning is
+    # appended after it) and warned at the same call; the blocked call never reaches it.
+    history = shadow.history(session_key="thread-1")
+    assert len(history) == BLOCK_AT - 1
+    assert len({record.result_hash for record in history}) == 1
+    assert [e.type for e in shadow_events] == ["tool.loop"]
