@@ -129,18 +129,7 @@ class ArgsMemo:
             return None
         if type(run_id) not in _IDS or type(agent_id) not in _IDS:
             return None
-        # hash_of(tool, params) is not None, inlined (once per after_call)
-        if params is not self.params or tool != self.tool:
-            return None
-        items = self.items
-        if items is not None:
-            assert isinstance(params, dict)
-            if len(params) != len(items):
-                return None
-            for key, value in items:
-                if params.get(key, _MISSING) is not value:
-                    return None
-        return context[2]
+        return context[2] if self.hash_of(tool, params) is not None else None
 
 
 #: A call in flight: its decision (a ``Decision``), normalised tool name and args hash.

@@ -219,8 +219,8 @@ class SessionHistory:
     def append_filled(self, record: ToolCallRecord, key: bytes | str, history_size: int) -> None:
         """:meth:`add_filled`, then :meth:`trim`: what :meth:`append` of a record's pending
         form, then its fill and trim, leave. The usual record (packed, of the session's
-        only run, which shares the session's lists) is added and trimmed inline: the
-        steps of :meth:`_add` and :meth:`trim` for it, in their order."""
+        only run, which shares the session's lists) is added inline: the steps of
+        :meth:`_add` for it."""
         records = self.records
         run = self.runs.get(record.run_id)
         result_hash = record.result_hash
@@ -254,22 +254,8 @@ class SessionHistory:
         heads.append(packed[0])
         if run.calls is not None or len(records) > INDEX_FROM:
             run.added(compact)
-        excess = len(records) - history_size
-        if excess <= 0:
-            return
-        if excess == 1:
-            oldest = records[0]
-            oldest_run = self.runs[oldest.run_id]
-            if oldest_run.records is records:
-                # The usual trim once the history is full (see trim).
-                del records[0]
-                del heads[0]
-                if oldest_run.calls is not None:
-                    oldest_run.removed(oldest)
-                if not records:
-                    self._forget_runs((oldest_run.run_id,))
-                return
-        self.trim(history_size)
+        if len(records) > history_size:
+            self.trim(history_size)
 
     def _add(self, record: CompactRecord) -> None:
         runs = self.runs
