@@ -104,8 +104,9 @@ def test_a_filled_record_packs_the_result_key_of_its_hash(result_hash: str) -> N
 def test_a_fresh_outcome_is_packed_as_the_plain_record_is(
     text: str, failed: bool, unknown: str | None, facts: str | None, timestamp: int
 ) -> None:
-    """The records ``append_filled`` and ``CompactRecord.filled`` pack from the digest
-    bytes of the result hash just made are those of the plain constructor, byte for byte."""
+    """The record ``CompactRecord.filled`` packs from the digest bytes of the result hash
+    just made (alone, and as ``add_filled`` appends it) is the plain constructor's, byte
+    for byte."""
     args_hash = f"read:{DIGESTS[1]}"
     key = call_key("read", args_hash)
     outcome = hash_tool_outcome("read", None, **{"error" if failed else "result": text})
@@ -114,8 +115,8 @@ def test_a_fresh_outcome_is_packed_as_the_plain_record_is(
     record = dataclasses.replace(record, timestamp=timestamp)
     history = SessionHistory()
     first = ToolCallRecord("exec", f"exec:{DIGESTS[2]}", None, None, DIGESTS[3], None, 1, None)
-    history.append_filled(first, call_key("exec", first.args_hash), 30)  # the run's first
-    history.append_filled(record, key, 30)  # then the usual record: of the only run
+    history.add_filled(first, call_key("exec", first.args_hash))  # the run's first
+    history.add_filled(record, key)  # then the usual record: of the only run
     made = [history.records[-1], _compact.CompactRecord.filled(record, key)]
     plain = _compact.CompactRecord(record, key)
     for compact in made:

@@ -21,10 +21,8 @@ strings are equal, so the answers are those of a scan over the public records
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Iterator, Sequence
-from sys import intern
 from typing import Final, overload
 
-from loopwatch.core import outcomes as _outcomes
 from loopwatch.core.records import ToolCallRecord
 from loopwatch.detectors.reference import (
     NO_PING_PONG,
@@ -35,12 +33,7 @@ from loopwatch.detectors.reference import (
 from loopwatch.stores.base import OutcomeWrite
 from loopwatch.stores.memory._compact import (
     CONTENT_KEY,
-    DIGEST,
-    ERROR,
     KIND_AT,
-    MAX_TS,
-    MIN_TS,
-    PACKED_PARTS,
     PENDING,
     RESULT_KEY,
     CompactRecord,
@@ -48,9 +41,6 @@ from loopwatch.stores.memory._compact import (
     result_hash_of,
     same_args_as,
 )
-
-#: ``object.__new__``: a record built without its ``__init__`` (which takes a public record).
-new_compact: Final = object.__new__
 
 #: A run longer than this gets its index by call signature. Shorter runs are scanned: a
 #: scan of a few dozen records costs about what the index costs to maintain, and no memory
@@ -215,47 +205,6 @@ class SessionHistory:
         """Append a record whose :func:`call_key` is ``key``, packed as its final form (no
         trim): what :meth:`append` of its pending form and ``fill`` of its outcome leave."""
         self._add(CompactRecord.filled(record, key))
-
-    def append_filled(self, record: ToolCallRecord, key: bytes | str, history_size: int) -> None:
-        """:meth:`add_filled`, then :meth:`trim`: what :meth:`append` of a record's pending
-        form, then its fill and trim, leave. The usual record (packed, of the session's
-        only run, which shares the session's lists) is added inline: the steps of
-        :meth:`_add` for it."""
-        records = self.records
-        run = self.runs.get(record.run_id)
-        result_hash = record.result_hash
-        timestamp = record.timestamp
-        last = _outcomes._last_result  # result_digest(result_hash), inlined
-        if (
-            run is None
-            or run.records is not records
-            or last[0] is not result_hash  # not the result hash the guard just made
-            or type(key) is not bytes
-            or type(timestamp) is not int
-            or not MIN_TS <= timestamp <= MAX_TS
-        ):
-            self._add(CompactRecord.filled(record, key))
-            self.trim(history_size)
-            return
-        # CompactRecord.filled(record, key), inlined: the result key is the digest bytes
-        # of the hash just made (64 hex digits, or "error:" and them) and its kind.
-        kind = DIGEST if len(result_hash) == 64 else ERROR
-        packed = PACKED_PARTS.pack(key, last[1], kind, timestamp)
-        compact = new_compact(CompactRecord)
-        tool_name = record.tool_name
-        compact.tool_name = intern(tool_name) if type(tool_name) is str else tool_name
-        compact.call_id = record.tool_call_id
-        compact.run_id = run.run_id  # one run id object per run (as _add makes it)
-        compact.packed = packed
-        unknown, facts = record.unknown_tool_name, record.facts
-        compact.extra = None if unknown is None and facts is None else (unknown, facts)
-        heads = self.heads
-        records.append(compact)
-        heads.append(packed[0])
-        if run.calls is not None or len(records) > INDEX_FROM:
-            run.added(compact)
-        if len(records) > history_size:
-            self.trim(history_size)
 
     def _add(self, record: CompactRecord) -> None:
         runs = self.runs
@@ -455,10 +404,7 @@ class RunView(Sequence[ToolCallRecord], RunHistory):
             newest = records[-1]
             if newest.extra is not None and newest.tool_name == tool_name:
                 return False  # (an unknown-tool streak may start at the newest record)
-        query = self._query
-        if query is None or query[1] != args_hash or query[0] != tool_name:
-            query = self._query = (tool_name, args_hash, call_key(tool_name, args_hash))
-        key = query[2]
+        key = self._key(tool_name, args_hash)
         run = self._run
         if run.calls is not None or type(key) is not bytes:
             return False
@@ -478,34 +424,15 @@ class RunView(Sequence[ToolCallRecord], RunHistory):
         # names, as this scan did).
         return len(records) < 2 or records[-2].packed is not None
 
-    def no_progress(self, tool_name: str, args_hash: str) -> tuple[int, str | None, int]:
-        # The upcoming call's call_key, remembered (ping_pong needs it too).
+    def _key(self, tool_name: str, args_hash: str) -> bytes | str:
+        """The upcoming call's :func:`call_key` (every question about it needs it)."""
         query = self._query
         if query is None or query[1] != args_hash or query[0] != tool_name:
             query = self._query = (tool_name, args_hash, call_key(tool_name, args_hash))
-        key = query[2]
-        run = self._run
-        same: Sequence[CompactRecord]
-        if run.calls is None and type(key) is bytes:
-            # RunRecords.same_call's scan of an unindexed run (every run of the default
-            # history size), with CompactRecord.matches inlined: once per guarded call.
-            heads = run.heads
-            head = key[0]
-            at = heads.find(head)
-            if at < 0:
-                return 0, None, 0  # no record of this call (most calls): what the loop gives
-            found = []
-            records = run.records
-            while at >= 0:
-                record = records[at]
-                if record.tool_name == tool_name:
-                    packed = record.packed
-                    if packed.startswith(key) if packed is not None else record.key == key:
-                        found.append(record)
-                at = heads.find(head, at + 1)
-            same = found
-        else:
-            same = run.same_call(tool_name, key)
+        return query[2]
+
+    def no_progress(self, tool_name: str, args_hash: str) -> tuple[int, str | None, int]:
+        same = self._run.same_call(tool_name, self._key(tool_name, args_hash))
         streak = 0
         latest: bytes | str | None = None
         for record in reversed(same):
@@ -535,10 +462,7 @@ class RunView(Sequence[ToolCallRecord], RunHistory):
         # The upcoming call must continue the alternation: have the args hash of the record
         # before the newest ("other", when the tail is 2 long). Checked first: it rules out
         # nearly every call.
-        query = self._query  # (its call_key, remembered as in no_progress)
-        if query is None or query[1] != current_hash or query[0] != tool_name:
-            query = self._query = (tool_name, current_hash, call_key(tool_name, current_hash))
-        key = query[2]
+        key = self._key(tool_name, current_hash)
         other_packed = other.packed
         if other_packed is not None and isinstance(key, bytes):
             # (other.matches(tool_name, key), inlined: other is packed)
