@@ -47,22 +47,17 @@ class ArgsMemo:
 
     __slots__ = ("args_hash", "chars", "context", "items", "params", "tool")
 
-    def __init__(
-        self,
-        tool: str,
-        params: object,
-        items: tuple[tuple[str, object], ...] | None,
-        args_hash: str,
-        chars: int,
-    ) -> None:
-        self.tool = tool
-        self.params = params
-        self.items = items
-        self.args_hash = args_hash
-        self.chars = chars
-        #: ``(run_id, agent_id, plan)``: the call's raw run and agent ids as given to
-        #: ``before_call``, and what the guard derived from them (see :meth:`context_for`).
-        self.context: tuple[object, object, object] | None = None
+    # Built by :meth:`of` only, which writes every slot.
+    tool: str
+    params: object
+    #: The dict's items when the params are a dict, else ``None``.
+    items: tuple[tuple[str, object], ...] | None
+    args_hash: str
+    #: The characters of argument strings the memo keeps alive.
+    chars: int
+    #: ``(run_id, agent_id, plan)``: the call's raw run and agent ids as given to
+    #: ``before_call``, and what the guard derived from them (see :meth:`context_for`).
+    context: tuple[object, object, object] | None
 
     @classmethod
     def of(cls, tool: str, params: object, args_hash: str) -> ArgsMemo | None:
@@ -88,7 +83,7 @@ class ArgsMemo:
             chars = len(params) if isinstance(params, str) else 0
         else:
             return None
-        # What __init__ does, without its frame (one memo is built on every guarded call).
+        # Built without an __init__ frame: one memo is built on every guarded call.
         memo = _new_object(cls)
         memo.tool = tool
         memo.params = params

@@ -422,11 +422,7 @@ class LoopGuard:
                 return self._allow
             key = accepted
         try:
-            # CallBook.seen, inlined for the usual ids: a plain str, or None (never in flight).
-            if type(tool_call_id) is str:
-                seen = self._calls._in_flight.get((key, tool_call_id)) if tool_call_id else None
-            else:
-                seen = None if tool_call_id is None else self._calls.seen(key, tool_call_id)
+            seen = self._calls.seen(key, tool_call_id)
             if seen is not None and self._same_call(seen, tool, params):
                 return seen[0]  # a call in flight counts once
             plan = plan_before(self, tool, params, key, run_id, tool_call_id, agent_id)
@@ -444,13 +440,7 @@ class LoopGuard:
                 emitted = False if healthy else self._follow_up(plan, verdict)
             # (conclude gives a healthy call the shared allow decision)
             decision = self._allow if healthy else conclude(self, plan, verdict, emitted)
-            # _start, inlined: the decided call in flight, its memo for its after_call.
-            args_hash = call.args_hash  # (and call.tool_name is tool)
-            memo = ArgsMemo.of(tool, params, args_hash)
-            if memo is not None:
-                memo.context = (run_id, agent_id, plan)
-            self._calls.start(key, tool_call_id, (decision, tool, args_hash), memo)
-            return decision
+            return self._start(plan, tool_call_id, agent_id, decision)
         except StoreError as exc:
             return _policy.store_failed_before(self, key, tool, exc)
         except Exception as exc:
