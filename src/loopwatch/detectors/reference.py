@@ -269,10 +269,9 @@ def evaluate(
     """
     if not config.enabled:
         return NOT_STUCK
-    answers = _ANSWERS.get(type(records))  # (answers_itself, inlined for a type seen before)
     run: RunHistory = (
         records  # type: ignore[assignment]
-        if (answers if answers is not None else answers_itself(records))
+        if answers_itself(records)
         else ScannedRun(records)  # type: ignore[arg-type]
     )
     if (
