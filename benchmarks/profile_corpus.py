@@ -62,8 +62,8 @@ PARTS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     ),
     (
         "store record_outcome (excl. the session touch): find_pending, fill, trim, guard",
-        ("memory:record_outcome", "after_call -> memory:_record_fields"),
-        ("memory:_record_fields -> _touch",),
+        ("memory:record_outcome", "after_call -> memory:record_outcome_fields"),
+        ("memory:record_outcome_fields -> _touch",),
     ),
     (
         "args memo (ArgsMemos.remember / take, ArgsMemo.hash_of / context_for)",

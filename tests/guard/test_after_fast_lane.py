@@ -1,7 +1,7 @@
 """``after_call``'s fast lane (the memory store, the call ``before_call`` planned) against
 the plain path it short-cuts: ``plan_after``, then ``record_outcome`` under the store's
-session lock, which the guard takes for any other store (here a ``MemoryStore`` subclass,
-which the exact type check sends the plain way)."""
+session lock, which ``Store.record_outcome_fields`` does for any other store (here a
+``MemoryStore`` subclass, which gets that default again)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,9 @@ from loopwatch.stores.memory.store import MemoryStore
 
 
 class PlainStore(MemoryStore):
-    """The memory store, which ``after_call`` drives the plain way (not its exact type)."""
+    """The memory store without its write of the fields as they are: a subclass gets
+    ``Store.record_outcome_fields`` again, which builds the write and goes through
+    ``record_outcome``."""
 
 
 class Clock:
@@ -148,16 +150,21 @@ def test_the_usual_after_call_takes_the_fast_lane() -> None:
     """The lane the property test compares is the one a usual call takes."""
     store = MemoryStore()
     taken: list[object] = []
-    fast = store._record_fields
+    fast = store.record_outcome_fields
 
     def spy(*args: Any) -> Any:
         taken.append(args[1])
         return fast(*args)
 
-    store._record_fields = spy  # type: ignore[method-assign]
+    store.record_outcome_fields = spy  # type: ignore[method-assign]
     guard = LoopGuard({"enabled": True}, store=store)
-    guard.before_call("read", {"path": "a"}, session_key="s", tool_call_id="c1")
-    guard.after_call("read", {"path": "a"}, session_key="s", tool_call_id="c1", result="x")
+    params = {"path": "a"}  # the very object before_call saw: the memo proves the plan
+    guard.before_call("read", params, session_key="s", tool_call_id="c1")
+    guard.after_call("read", params, session_key="s", tool_call_id="c1", result="x")
+    assert taken == ["read"]
+    # Equal params in another object: the plain path (plan_after, then record_outcome).
+    guard.before_call("read", {"path": "b"}, session_key="s", tool_call_id="c2")
+    guard.after_call("read", {"path": "b"}, session_key="s", tool_call_id="c2", result="x")
     assert taken == ["read"]
 
 

@@ -19,6 +19,7 @@ from loopwatch.core.records import ToolCallRecord
 from loopwatch.detectors.compaction import GuardSnapshot, GuardVerdict, PostCompactionGuard
 from loopwatch.stores.base import GuardSpec, OutcomeWrite, Store
 from loopwatch.stores.memory.store import MAX_WARNING_KEYS
+from loopwatch.testing import ReferenceStore
 
 T0 = 1_700_000_000.0
 S = "agent:main:contract"
@@ -304,6 +305,94 @@ def test_filled_record_keeps_its_place_and_fields(make_store: StoreFactory) -> N
 
 
 # --- post-compaction guards -------------------------------------------------------------
+
+
+def _write_fields(write: OutcomeWrite) -> tuple[Any, ...]:
+    outcome = write.outcome
+    return (
+        write.tool_name,
+        write.args_hash,
+        write.tool_call_id,
+        write.run_id,
+        outcome.result_hash,
+        outcome.unknown_tool_name,
+        write.history_size,
+        write.timestamp,
+        write.facts,
+    )
+
+
+#: A session's writes: (pending record to begin, or None; outcome to record, or None).
+FIELD_SCRIPT: tuple[tuple[ToolCallRecord | None, OutcomeWrite | None], ...] = (
+    (rec(call="c1", ts=1), outcome(call="c1", result="r1")),  # the call just begun
+    (rec(args="b", ts=2), outcome(args="b", result="r2", unknown="read")),  # no id
+    (rec(call="c3", run="x", ts=3), None),
+    (rec(call="c4", ts=4), outcome(call="c3", run="x", result="r3")),  # an older pending one
+    (None, outcome(call="c4", result="r4")),
+    (None, outcome(args="never", call="c9", result="r5")),  # nothing pending: appended
+    (rec(args="z", ts=6), outcome(args="z", result="r6", size=3)),  # a smaller size trims
+    (rec(call="c7", ts=7), outcome(call="c7", result="r7")),
+)
+
+
+def _play_fields(store: Store, session: str, *, as_fields: bool) -> list[object]:
+    seen: list[object] = []
+    store.arm_guard(session, None, GUARD, T0)
+    for pending, write in FIELD_SCRIPT:
+        if pending is not None:
+            seen.append(list(store.begin_call(session, pending.run_id, pending, 30, T0)))
+        if write is not None:
+            if as_fields:
+                seen.append(store.record_outcome_fields(session, *_write_fields(write), GUARD, T0))
+            else:
+                with store.session_lock(session):
+                    seen.append(store.record_outcome(session, write, GUARD, T0))
+    seen.append(store.history(session, T0))
+    seen.append(store.guard_snapshot(session, None, T0))
+    return seen
+
+
+def test_record_outcome_fields_answers_what_record_outcome_answers(
+    make_store: StoreFactory,
+) -> None:
+    """``LoopGuard`` records a planned call's outcome through ``record_outcome_fields``
+    (the memory store's own shortcut; every other store's default): the same records,
+    verdicts and state as ``record_outcome`` of the write the fields make."""
+    store = make_store()
+    by_fields = _play_fields(store, S + ":fields", as_fields=True)
+    assert by_fields == _play_fields(store, S + ":write", as_fields=False)
+    # And what the template store answers to the writes (the memory store's shortcut
+    # and its record_outcome are one code path: this is what checks it).
+    assert by_fields == _play_fields(ReferenceStore(), S + ":fields", as_fields=False)
+
+
+class _CountingStore(MemoryStore):
+    """A host's memory store that counts outcomes in its own ``record_outcome``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.outcomes = 0
+
+    def record_outcome(
+        self, session_key: str, write: OutcomeWrite, guard: GuardSpec, now: float
+    ) -> tuple[ToolCallRecord, GuardVerdict]:
+        self.outcomes += 1
+        return super().record_outcome(session_key, write, guard, now)
+
+
+def test_a_subclass_record_outcome_sees_every_outcome() -> None:
+    """The memory store's shortcut is not inherited, so a subclass that changes
+    ``record_outcome`` sees the outcomes ``after_call`` records through the fields."""
+    assert _CountingStore.record_outcome_fields is Store.record_outcome_fields
+    assert MemoryStore.record_outcome_fields is not Store.record_outcome_fields
+    store = _CountingStore()
+    guard = LoopGuard({"enabled": True}, store=store, strict=True)
+    params = {"path": "a"}  # one object for both halves: the planned, usual call
+    for call_id in ("c1", "c2", "c3"):
+        guard.before_call("read", params, session_key="s", tool_call_id=call_id)
+        guard.after_call("read", params, session_key="s", tool_call_id=call_id, result="x")
+    assert store.outcomes == 3
+    assert [r.result_hash is not None for r in guard.history(session_key="s")] == [True] * 3
 
 
 def _reference_verdicts(

@@ -581,7 +581,7 @@ class LoopGuard:
                 return None
             plan = None if memo is None else memo.context_for(tool, params, run_id, agent_id)
             store = self._store
-            if plan is None or type(store) is not MemoryStore:
+            if plan is None:
                 op = plan_after(
                     self,
                     tool,
@@ -601,9 +601,9 @@ class LoopGuard:
                     written = store.record_outcome(*op)  # RecordOutcome.run, inlined
             else:
                 # The usual outcome: plan_after with before_call's plan, then RecordOutcome
-                # run on the memory store, inlined. The store takes the write's fields as
-                # they are (no OutcomeHash, OutcomeWrite or RecordOutcome built), under its
-                # one lock (its session_lock, which record_outcome takes again).
+                # run, inlined. The store takes the write's fields as they are (the memory
+                # store builds no OutcomeHash, OutcomeWrite or RecordOutcome), under its
+                # session lock (Store.record_outcome_fields).
                 assert isinstance(plan, BeforePlan)
                 try:
                     result_hash, unknown = outcome_fields(
@@ -622,7 +622,7 @@ class LoopGuard:
                     )
                 )
                 now = read_clock(self._clock)
-                written = store._record_fields(
+                written = store.record_outcome_fields(
                     key,
                     tool,
                     call.args_hash,

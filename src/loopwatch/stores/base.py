@@ -121,6 +121,54 @@ class Store(ABC):
     ) -> tuple[ToolCallRecord, GuardVerdict]:
         """Attach an outcome (it has a hash) and feed the triple to the run's guard."""
 
+    def record_outcome_fields(
+        self,
+        session_key: str,
+        tool_name: str,
+        args_hash: str,
+        tool_call_id: str | None,
+        run_id: str | None,
+        result_hash: str,
+        unknown_tool_name: str | None,
+        history_size: int,
+        timestamp: int,
+        facts: str | None,
+        guard: GuardSpec,
+        now: float,
+    ) -> tuple[ToolCallRecord, GuardVerdict]:
+        """:meth:`record_outcome` of the write these fields make, under :meth:`session_lock`.
+
+        ``LoopGuard.after_call`` records a planned call's outcome through this: the fields
+        as it has them, so that a store able to write them as they are (the memory store)
+        builds neither the :class:`OutcomeWrite` nor its :class:`OutcomeHash`. An override
+        must answer what this default answers; the store contract tests check it for
+        every backend.
+
+        An override is never inherited: a subclass that does not define this method
+        itself gets this default again (see :meth:`__init_subclass__`), so that a
+        shortcut written against its class's own ``record_outcome`` never bypasses a
+        subclass's.
+        """
+        write = OutcomeWrite(
+            tool_name,
+            args_hash,
+            tool_call_id,
+            run_id,
+            OutcomeHash(result_hash, unknown_tool_name),
+            history_size,
+            timestamp,
+            facts,
+        )
+        with self.session_lock(session_key):
+            return self.record_outcome(session_key, write, guard, now)
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        """Give every subclass that does not define :meth:`record_outcome_fields` itself
+        the default one (which goes through its ``record_outcome``)."""
+        super().__init_subclass__(**kwargs)
+        if "record_outcome_fields" not in cls.__dict__:
+            cls.record_outcome_fields = Store.record_outcome_fields  # type: ignore[method-assign]
+
     @abstractmethod
     def arm_guard(
         self, session_key: str, run_id: str | None, guard: GuardSpec, now: float

@@ -265,49 +265,49 @@ class MemoryStore(Store):
         self, session_key: str, write: OutcomeWrite, guard: GuardSpec, now: float
     ) -> tuple[ToolCallRecord, GuardVerdict]:
         outcome = write.outcome
-        return self._record_fields(
+        # This class's own method, not self's: a subclass has the default one, which
+        # comes back here through record_outcome.
+        return MemoryStore.record_outcome_fields(
+            self,
             session_key,
             write.tool_name,
             write.args_hash,
             write.tool_call_id,
             write.run_id,
-            outcome.result_hash,
+            outcome.result_hash,  # type: ignore[arg-type]  # an outcome to record has one
             outcome.unknown_tool_name,
             write.history_size,
             write.timestamp,
             write.facts,
             guard,
             now,
-            write,
         )
 
-    def _record_fields(
+    def record_outcome_fields(
         self,
         session_key: str,
         tool_name: str,
         args_hash: str,
         tool_call_id: str | None,
         run_id: str | None,
-        result_hash: str | None,
+        result_hash: str,
         unknown_tool_name: str | None,
         history_size: int,
         timestamp: int,
         facts: str | None,
         guard: GuardSpec,
         now: float,
-        write: OutcomeWrite | None = None,
     ) -> tuple[ToolCallRecord, GuardVerdict]:
-        """:meth:`record_outcome` of the write with these fields (``write``, when the caller
-        has it; else it is built when needed): ``LoopGuard`` passes the fields as they are.
+        """The write with these fields, in one step when it is for the call ``begin_call``
+        just postponed the append of (the usual outcome).
 
-        The usual outcome is written in one step: that of the call ``begin_call`` just
-        postponed the append of. It stands for what the plain path does: :meth:`_touch`
-        (which applies the postponed append: the pending record packed, appended, the
-        history trimmed), then :meth:`SessionHistory.record_outcome` (which finds that very
-        record, the newest of its run, fills it, and trims again). When the outcome is
-        provably for that record (same session, alive; same run, tool, args hash and, when
-        given, id), the record is appended already filled instead, with the same two trims,
-        and the session touched once.
+        That step stands for what the plain path does: :meth:`_touch` (which applies the
+        postponed append: the pending record packed, appended, the history trimmed), then
+        :meth:`SessionHistory.record_outcome` (which finds that very record, the newest of
+        its run, fills it, and trims again). When the outcome is provably for that record
+        (same session, alive; same run, tool, args hash and, when given, id), the record
+        is appended already filled instead, with the same two trims, and the session
+        touched once. The lock is this store's session lock (:meth:`session_lock`).
         """
         with self._lock:
             postponed = self._postponed
@@ -353,20 +353,19 @@ class MemoryStore(Store):
                     else:
                         verdict = run_guard.observe(filled.tool_name, filled.args_hash, result_hash)
                     return filled, verdict
-            if write is None:
-                write = _new_tuple(
-                    OutcomeWrite,
-                    (
-                        tool_name,
-                        args_hash,
-                        tool_call_id,
-                        run_id,
-                        OutcomeHash(result_hash, unknown_tool_name),
-                        history_size,
-                        timestamp,
-                        facts,
-                    ),
-                )
+            write = _new_tuple(
+                OutcomeWrite,
+                (
+                    tool_name,
+                    args_hash,
+                    tool_call_id,
+                    run_id,
+                    OutcomeHash(result_hash, unknown_tool_name),
+                    history_size,
+                    timestamp,
+                    facts,
+                ),
+            )
             session = self._touch(session_key, now)
             record = session.history.record_outcome(write)
             assert record.result_hash is not None
