@@ -436,7 +436,7 @@ def main() -> int:
     left = 1 - covered
     print(
         f"| the rest: guard plumbing (own time of before_call, after_call, plan_before, "
-        f"plan_after, _follow_up, follow_up, records built) | {left * per_call:.2f} | "
+        f"plan_after, run_follow_up, follow_up, records built) | {left * per_call:.2f} | "
         f"{100 * left:.1f}% |"
     )
     plumbing = (
@@ -444,11 +444,11 @@ def main() -> int:
         "after_call",
         "plan_before",
         "plan_after",
-        "_follow_up",
-        "_begin",
+        "run_follow_up",
+        "before_steps",
         "follow_up",
         "detect",
-        "_abort_after",
+        "abort_after",
         "__init__",
     )
     print("\nown time of the plumbing functions (profiled share):")

@@ -1,19 +1,21 @@
-"""A run's lifecycle beyond single calls: critical strikes and compaction retries.
+"""A run's lifecycle beyond single calls: critical strikes, compaction retries, the abort.
 
 ``LoopGuard.critical_strike`` (the recovery policy of adapters and hooks: the first
 critical of a run is answered, a later one ends it) and ``LoopGuard.compaction_retry``
 (arming the run's post-compaction guard, SPEC §6.2) are these functions, with their async
 twins. Both keep their state in the store, so processes sharing a store share it.
+:func:`abort_after` raises the post-compaction abort an outcome's guard verdict calls for.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, NoReturn
 
 from loopwatch import messages
-from loopwatch.detectors.compaction import log_armed
-from loopwatch.errors import StoreError
+from loopwatch.core.records import ToolCallRecord
+from loopwatch.detectors.compaction import GuardVerdict, log_abort, log_armed
+from loopwatch.errors import PostCompactionLoopPersistedError, StoreError
 from loopwatch.guard import _policy
 from loopwatch.guard._keys import safe_run_id
 from loopwatch.guard._ops import ArmGuard, UpdateBucket, adrive_one, drive_one
@@ -145,8 +147,30 @@ async def acompaction_retry(
     armed(guard, key, run, actual)
 
 
+def abort_after(
+    guard: LoopGuard, session_key: str, record: ToolCallRecord, verdict: GuardVerdict
+) -> NoReturn:
+    """Raise the post-compaction abort an outcome's guard verdict calls for (SPEC §6.2),
+    after its log line and its event: ``after_call``'s one deliberate exception."""
+    from loopwatch.events import CompactionLoopPersistedEvent
+
+    log_abort(verdict)
+    error = PostCompactionLoopPersistedError.from_verdict(verdict, record)
+    guard._emit(
+        CompactionLoopPersistedEvent(
+            session_key=session_key,
+            tool_name=error.tool_name,
+            count=error.count,
+            message=error.message,
+            run_id=record.run_id,
+        )
+    )
+    raise error
+
+
 __all__ = [
     "STRIKE_KEY",
+    "abort_after",
     "acompaction_retry",
     "acritical_strike",
     "compaction_retry",

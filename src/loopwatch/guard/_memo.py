@@ -13,6 +13,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Final
 
+from loopwatch.core.fingerprint import hash_tool_call
 from loopwatch.core.naming import plain_str
 from loopwatch.guard.decision import Decision
 
@@ -129,6 +130,19 @@ class ArgsMemo:
 
 #: A call in flight: its decision (a ``Decision``), normalised tool name and args hash.
 InFlight = tuple[Decision, str, str]
+
+
+def same_call(in_flight: InFlight, tool: str, params: object, normalizers: frozenset[str]) -> bool:
+    """Whether the call in flight under this call's id is this call (same tool and args):
+    a second layer of the host asking again. A reused id on another call is a new call.
+    Reached only when the id is in flight, so the hash is rarely paid twice."""
+    if in_flight[1] != tool:
+        return False
+    try:
+        return in_flight[2] == hash_tool_call(tool, params, normalizers=normalizers)
+    except Exception:
+        return False  # plan_before raises it again, under the failure policy
+
 
 #: How many tool-call ids the guard remembers as in flight, and as finished.
 CALL_ID_MEMORY: Final = 4096
@@ -276,4 +290,5 @@ __all__ = [
     "CallBook",
     "InFlight",
     "ToolNames",
+    "same_call",
 ]

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from loopwatch import messages
 from loopwatch.core.naming import plain_str
 from loopwatch.detectors.reference import LoopVerdict
-from loopwatch.guard._ops import CancelCall, UpdateBucket
+from loopwatch.guard._ops import BeginCall, CancelCall, Steps, UpdateBucket
 from loopwatch.guard._planning import BeforePlan
 from loopwatch.guard.decision import Decision, blocked_result
 
@@ -136,4 +136,46 @@ def follow_up(
     return None
 
 
-__all__ = ["announce", "blocked", "bucket_key", "conclude", "follow_up", "warn_step"]
+def run_follow_up(guard: LoopGuard, plan: BeforePlan, verdict: LoopVerdict) -> bool:
+    """Run the store write a detected verdict needs (:func:`follow_up`), under the
+    session lock right after detection; ``True`` when its warning bucket grew.
+
+    ``LoopGuard.before_call`` is :func:`before_steps` without the generator:
+    ``BeginCall.run`` inlined, detection, then this, which a healthy call
+    (:data:`~loopwatch.detectors.reference.NOT_STUCK`) skips.
+    """
+    follow = follow_up(guard, plan, verdict)
+    if follow is None:
+        return False
+    store = guard.store
+    if isinstance(follow, CancelCall):
+        follow.run(store)
+        return False
+    return follow.run(store)
+
+
+def before_steps(guard: LoopGuard, plan: BeforePlan) -> Steps[tuple[LoopVerdict, bool]]:
+    """``before_call``'s detection step for stores with real asynchronous I/O (driven by
+    ``adrive``): the verdict, and whether its warning bucket grew."""
+    call = plan.call
+    scoped = yield BeginCall(
+        plan.session_key, call.run_id, plan.pending, plan.resolved.history_size, plan.now
+    )
+    verdict = guard.detector_profile.detect(scoped, call, plan.resolved)
+    follow = follow_up(guard, plan, verdict)
+    if follow is None:
+        return verdict, False
+    reply = yield follow
+    return verdict, False if isinstance(follow, CancelCall) else reply
+
+
+__all__ = [
+    "announce",
+    "before_steps",
+    "blocked",
+    "bucket_key",
+    "conclude",
+    "follow_up",
+    "run_follow_up",
+    "warn_step",
+]

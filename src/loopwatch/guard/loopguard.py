@@ -6,22 +6,24 @@ applies the warning buckets, blocks criticals, feeds the post-compaction guards 
 events. It never raises into the agent, except the deliberate post-compaction abort.
 
 The class holds the public methods and their async twins. What they are made of lives
-beside it: what a call derives before it touches the store (``_planning``), the path
-from a verdict to a :class:`~loopwatch.guard.decision.Decision` (``_verdicts``), the typed
-store operations and their drivers (``_ops``), the failure policy (``_policy``), the
-measured hot-path helpers (``_memo``), batches (``_batch``), strikes and compaction
-retries (``_lifecycle``), the read-only accessors (``_accessors``) and, one layer down,
-the detector profiles (:mod:`loopwatch.detectors.profiles`).
+beside it: what the constructor checks (``_arguments``), what a call derives before it
+touches the store (``_planning``), the path from a verdict to a
+:class:`~loopwatch.guard.decision.Decision` and its store follow-up (``_verdicts``), the
+typed store operations and their drivers (``_ops``), the failure policy (``_policy``),
+the measured hot-path helpers (``_memo``), batches (``_batch``), strikes, compaction
+retries and the abort (``_lifecycle``), the read-only accessors (``_accessors``) and,
+one layer down, the detector profiles (:mod:`loopwatch.detectors.profiles`).
+``before_call`` and ``after_call`` keep their usual path inline (measured: each frame
+is a few percent of a call), with comments naming the function each inlined step is.
 """
 
 from __future__ import annotations
 
-import inspect
 import logging
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 from loopwatch import messages
 from loopwatch._event_base import LoopEvent  # the events themselves: where they are built
@@ -31,12 +33,11 @@ from loopwatch.config import (
     ResolvedConfig,
 )
 from loopwatch.core._undefined import UNDEFINED
-from loopwatch.core.fingerprint import hash_tool_call
 from loopwatch.core.naming import normalize_tool_name
 from loopwatch.core.normalizers import validate_normalizers
 from loopwatch.core.outcomes import OutcomeHash, outcome_fields
 from loopwatch.core.records import ToolCallRecord
-from loopwatch.detectors.compaction import GuardSnapshot, GuardVerdict, log_abort
+from loopwatch.detectors.compaction import GuardSnapshot, GuardVerdict
 from loopwatch.detectors.profiles import (
     FIRST_WARNING_MODES,
     PROFILES,
@@ -45,12 +46,18 @@ from loopwatch.detectors.profiles import (
     FirstWarning,
     WithDetectors,
 )
-from loopwatch.detectors.reference import NOT_STUCK, LoopVerdict
-from loopwatch.errors import PostCompactionLoopPersistedError, StoreError
+from loopwatch.detectors.reference import NOT_STUCK
+from loopwatch.errors import StoreError
 from loopwatch.guard import _accessors, _batch, _lifecycle, _policy
+from loopwatch.guard._arguments import (
+    Listener,
+    check_arguments,
+    checked_listeners,
+    send_tool_names,
+)
 from loopwatch.guard._keys import WHITESPACE, plain_session_key, safe_tool_name
-from loopwatch.guard._memo import ArgsMemo, CallBook, InFlight, ToolNames
-from loopwatch.guard._ops import BeginCall, CancelCall, Steps, adrive, adrive_one
+from loopwatch.guard._memo import ArgsMemo, CallBook, ToolNames, same_call
+from loopwatch.guard._ops import adrive, adrive_one
 from loopwatch.guard._planning import BeforePlan, plan_after, plan_before
 from loopwatch.guard._policy import (
     OnceLog,
@@ -60,7 +67,7 @@ from loopwatch.guard._policy import (
     read_clock,
     strict_from_env,
 )
-from loopwatch.guard._verdicts import conclude, follow_up
+from loopwatch.guard._verdicts import before_steps, conclude, run_follow_up
 from loopwatch.guard.decision import Decision, blocked_result
 from loopwatch.settings import GuardSettings
 from loopwatch.stores.base import GuardSpec, Store
@@ -73,58 +80,8 @@ tools_logger = logging.getLogger("loopwatch.tools")
 events_logger = logging.getLogger("loopwatch")
 config_logger = logging.getLogger("loopwatch.config")
 
-Listener = Callable[[LoopEvent], object]
 #: One call of a batch: (tool name, params, tool call id).
 BatchCall = tuple[object, object, object]
-
-
-def _check_arguments(
-    store: object,
-    clock: object,
-    settings: object,
-    detectors: tuple[object, ...],
-    enforce: object,
-    strict: object,
-    send_tools: object,
-) -> None:
-    """Reject, at construction, arguments every call would fail on or silently misread.
-
-    Each of the first kind would otherwise be caught by the failure policy on every call:
-    the guard would allow everything, detect nothing, and say so once per tool name in a
-    log. The flags must be real ``bool``s: ``enforce="false"`` (a value read from the
-    environment) would be true.
-    """
-    if store is not None and not isinstance(store, Store):
-        hint = " (build one from a URL with store_from_url)" if isinstance(store, str) else ""
-        raise TypeError(f"store must be a loopwatch Store, not {type(store).__name__}{hint}")
-    if store is not None and not isinstance(store.fail_open, bool):
-        raise TypeError(f"store.fail_open must be a bool, not {type(store.fail_open).__name__}")
-    if not isinstance(enforce, bool):
-        raise TypeError(f"enforce must be a bool, not {type(enforce).__name__}")
-    if strict is not None and not isinstance(strict, bool):
-        raise TypeError(f"strict must be a bool or None, not {type(strict).__name__}")
-    if isinstance(send_tools, (bytes, bytearray, memoryview)):
-        raise TypeError("send_tools must be tool names (a str or a collection of str), not bytes")
-    if clock is not None and not callable(clock):
-        raise TypeError(f"clock must be a callable returning epoch seconds, not {clock!r}")
-    if settings is not None and not isinstance(settings, GuardSettings):
-        raise TypeError(f"settings must be GuardSettings, not {type(settings).__name__}")
-    for detector in detectors:
-        if not callable(detector):
-            raise TypeError(f"detector {detector!r} is not callable")
-
-
-def _send_tool_names(send_tools: Collection[str]) -> tuple[str, ...]:
-    """The send tool names, read once (a generator is read once too).
-
-    A plain ``str`` is one name, as for ``normalizers``: iterating ``"telegram"`` would
-    silently make its letters the send tools.
-    """
-    names = (send_tools,) if isinstance(send_tools, str) else tuple(send_tools)
-    for name in names:
-        if not isinstance(name, str):
-            raise TypeError(f"send_tools entries must be str, not {type(name).__name__}")
-    return names
 
 
 class LoopGuard:
@@ -190,7 +147,7 @@ class LoopGuard:
         strict: bool | None = None,
     ) -> None:
         detectors = tuple(detectors or ())
-        _check_arguments(store, clock, settings, detectors, enforce, strict, send_tools)
+        check_arguments(store, clock, settings, detectors, enforce, strict, send_tools)
         if settings is None:
             settings = GuardSettings.resolve(
                 config,
@@ -208,15 +165,10 @@ class LoopGuard:
                 f"first_warning must be 'reference' or 'immediate', not {first_warning!r}"
             )
         self.first_warning: FirstWarning = first_warning
-        self._listeners: tuple[Listener, ...] = tuple(listeners)
-        for listener in self._listeners:
-            if inspect.iscoroutinefunction(listener):
-                raise TypeError("listeners must be plain callables, not coroutine functions")
-            if not callable(listener):
-                raise TypeError(f"listener {listener!r} is not callable")
+        self._listeners: tuple[Listener, ...] = checked_listeners(listeners)
         self._store: Store = store if store is not None else MemoryStore()
         self._clock: Callable[[], float] = clock if clock is not None else time.time
-        names = _send_tool_names(send_tools)
+        names = send_tool_names(send_tools)
         self.send_tools: frozenset[str] = frozenset(normalize_tool_name(t) for t in names)
         self.normalizers: frozenset[str] = validate_normalizers(normalizers)
         self.enforce: bool = bool(enforce)
@@ -336,49 +288,6 @@ class LoopGuard:
 
     # --- before_call -----------------------------------------------------------------
 
-    def _begin(self, plan: BeforePlan) -> BeginCall:
-        return BeginCall(
-            plan.session_key, plan.call.run_id, plan.pending, plan.resolved.history_size, plan.now
-        )
-
-    def _follow_up(self, plan: BeforePlan, verdict: LoopVerdict) -> bool:
-        """Run the store write a detected verdict needs (:func:`follow_up`), under the
-        session lock right after detection; ``True`` when its warning bucket grew.
-
-        :meth:`before_call` is :meth:`_before_steps` without the generator:
-        ``BeginCall.run`` inlined (the operation :meth:`_begin` builds), detection, then
-        this, which a healthy call (:data:`NOT_STUCK`) skips.
-        """
-        follow = follow_up(self, plan, verdict)
-        if follow is None:
-            return False
-        if isinstance(follow, CancelCall):
-            follow.run(self._store)
-            return False
-        return follow.run(self._store)
-
-    def _before_steps(self, plan: BeforePlan) -> Steps[tuple[LoopVerdict, bool]]:
-        """:meth:`before_call`'s detection step for stores with real asynchronous I/O
-        (driven by ``adrive``)."""
-        scoped = yield self._begin(plan)
-        verdict = self.detector_profile.detect(scoped, plan.call, plan.resolved)
-        follow = follow_up(self, plan, verdict)
-        if follow is None:
-            return verdict, False
-        reply = yield follow
-        return verdict, False if isinstance(follow, CancelCall) else reply
-
-    def _same_call(self, in_flight: InFlight, tool: str, params: object) -> bool:
-        """Whether the call in flight under this call's id is this call (same tool and
-        args): a second layer of the host asking again. A reused id on another call is a
-        new call. Reached only when the id is in flight, so the hash is rarely paid twice."""
-        if in_flight[1] != tool:
-            return False
-        try:
-            return in_flight[2] == hash_tool_call(tool, params, normalizers=self.normalizers)
-        except Exception:
-            return False  # plan_before raises it again, under the failure policy
-
     def _start(
         self, plan: BeforePlan, tool_call_id: object, agent_id: object, decision: Decision
     ) -> Decision:
@@ -423,7 +332,7 @@ class LoopGuard:
             key = accepted
         try:
             seen = self._calls.seen(key, tool_call_id)
-            if seen is not None and self._same_call(seen, tool, params):
+            if seen is not None and same_call(seen, tool, params, self.normalizers):
                 return seen[0]  # a call in flight counts once
             plan = plan_before(self, tool, params, key, run_id, tool_call_id, agent_id)
             # Detection between the store reads and writes it needs, in one atomic step:
@@ -437,7 +346,7 @@ class LoopGuard:
                 )
                 verdict = self.detector_profile.detect(scoped, call, resolved)
                 healthy = verdict is NOT_STUCK
-                emitted = False if healthy else self._follow_up(plan, verdict)
+                emitted = False if healthy else run_follow_up(self, plan, verdict)
             # (conclude gives a healthy call the shared allow decision)
             decision = self._allow if healthy else conclude(self, plan, verdict, emitted)
             return self._start(plan, tool_call_id, agent_id, decision)
@@ -472,10 +381,10 @@ class LoopGuard:
             return self._allow
         try:
             seen = self._calls.seen(key, tool_call_id)
-            if seen is not None and self._same_call(seen, tool, params):
+            if seen is not None and same_call(seen, tool, params, self.normalizers):
                 return seen[0]  # a call in flight counts once
             plan = plan_before(self, tool, params, key, run_id, tool_call_id, agent_id)
-            verdict, emitted = await adrive(self._store, key, self._before_steps(plan))
+            verdict, emitted = await adrive(self._store, key, before_steps(self, plan))
             return self._start(plan, tool_call_id, agent_id, conclude(self, plan, verdict, emitted))
         except StoreError as exc:
             return _policy.store_failed_before(self, key, tool, exc)
@@ -521,25 +430,6 @@ class LoopGuard:
         )
 
     # --- after_call ------------------------------------------------------------------
-
-    def _abort_after(
-        self, session_key: str, record: ToolCallRecord, verdict: GuardVerdict
-    ) -> NoReturn:
-        """Raise the post-compaction abort the outcome's guard verdict calls for."""
-        from loopwatch.events import CompactionLoopPersistedEvent
-
-        log_abort(verdict)
-        error = PostCompactionLoopPersistedError.from_verdict(verdict, record)
-        self._emit(
-            CompactionLoopPersistedEvent(
-                session_key=session_key,
-                tool_name=error.tool_name,
-                count=error.count,
-                message=error.message,
-                run_id=record.run_id,
-            )
-        )
-        raise error
 
     def after_call(
         self,
@@ -647,7 +537,7 @@ class LoopGuard:
             _policy.internal_error(self, self._outcome_failed, tool, exc)
             return None
         if abort:
-            self._abort_after(key, record, verdict)
+            _lifecycle.abort_after(self, key, record, verdict)
         return record
 
     async def aafter_call(
@@ -699,7 +589,7 @@ class LoopGuard:
             _policy.internal_error(self, self._outcome_failed, tool, exc)
             return None
         if abort:
-            self._abort_after(key, record, verdict)
+            _lifecycle.abort_after(self, key, record, verdict)
         return record
 
     # --- critical strikes and compaction retries (see _lifecycle) ---------------------------
