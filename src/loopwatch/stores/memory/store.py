@@ -339,9 +339,7 @@ class MemoryStore(Store):
                     filled.__class__ = ToolCallRecord
                     # Both trims (the append's, then the outcome's) at once: each keeps
                     # the newest.
-                    history = session.history
-                    history.add_filled(filled, key)
-                    history.trim(min(size, history_size))
+                    session.history.append_filled(filled, key, min(size, history_size))
                     self._sessions.move_to_end(session_key)
                     session.touched = now
                     guards = session.guards
