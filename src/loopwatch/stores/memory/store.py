@@ -306,8 +306,9 @@ class MemoryStore(Store):
         :meth:`SessionHistory.record_outcome` (which finds that very record, the newest of
         its run, fills it, and trims again). When the outcome is provably for that record
         (same session, alive; same run, tool, args hash and, when given, id), the record
-        is appended already filled instead, with the same two trims, and the session
-        touched once. The lock is this store's session lock (:meth:`session_lock`).
+        is appended already filled instead, with the same two trims, and only the
+        session's time moves (``begin_call`` left it in the map, the most recently used).
+        The lock is this store's session lock (:meth:`session_lock`).
         """
         with self._lock:
             postponed = self._postponed
@@ -322,12 +323,11 @@ class MemoryStore(Store):
                     or (tool_call_id and pending.tool_call_id != tool_call_id)
                     or size < 1
                     or (ttl is not None and now - session.touched > ttl)
-                    or self._sessions.get(session_key) is not session
                 ):
                     self._postponed = None
                     # ToolCallRecord(pending's fields, with the outcome's), built as its
                     # slots (see RecordDraft).
-                    filled: Any = RecordDraft()
+                    filled: Any = _new_object(RecordDraft)
                     filled.tool_name = pending.tool_name
                     filled.args_hash = pending.args_hash
                     filled.tool_call_id = pending.tool_call_id
@@ -340,7 +340,10 @@ class MemoryStore(Store):
                     # Both trims (the append's, then the outcome's) at once: each keeps
                     # the newest.
                     session.history.append_filled(filled, key, min(size, history_size))
-                    self._sessions.move_to_end(session_key)
+                    # _touch's part that is left: the session is live, in the map and the
+                    # most recently used already (a postponed append is set only by
+                    # begin_call, which touched its session last, and every other
+                    # operation applies it first), so only its time moves.
                     session.touched = now
                     guards = session.guards
                     run_guard = None if guards is None else guards.get(run_id)
