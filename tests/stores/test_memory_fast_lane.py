@@ -12,12 +12,14 @@
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 from unittest import mock
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -261,3 +263,47 @@ def test_the_one_step_outcome_leaves_the_store_as_the_plain_path(ops: list[Op]) 
         return cls(max_sessions=2, idle_ttl_s=5.0)
 
     assert _play(store(MemoryStore), ops) == _play(store(SettledStore), ops)
+
+
+def _taken_elsewhere(lock: Any) -> bool:
+    """Whether another thread finds ``lock`` held (it takes and gives it back if free)."""
+    held: list[bool] = []
+
+    def probe() -> None:
+        free = lock.acquire(blocking=False)
+        if free:
+            lock.release()
+        held.append(not free)
+
+    thread = threading.Thread(target=probe)
+    thread.start()
+    thread.join()
+    return held[0]
+
+
+@pytest.mark.parametrize("lane", ["append_filled", "record_outcome"])
+def test_the_outcome_gives_the_lock_back_whatever_happens(lane: str) -> None:
+    """``record_outcome_fields`` takes the session lock as ``acquire`` / ``release`` (the
+    with statement they stand for, written out): a failure inside, in the one-step lane or
+    the plain path, still releases it, and the lock stays re-entrant for its holder."""
+    store = MemoryStore()
+    args_hash = f"read:{DIGESTS[0]}"
+    result = hash_tool_outcome("read", None, result="x").result_hash
+    assert result is not None
+    if lane == "append_filled":  # the postponed append of this very call: the one step
+        store.begin_call(
+            "s", None, ToolCallRecord("read", args_hash, "c1", None, None, None, 1), 30, 1.0
+        )
+    failing = mock.patch.object(SessionHistory, lane, side_effect=RuntimeError("boom"))
+    with failing, pytest.raises(RuntimeError):
+        store.record_outcome_fields(
+            "s", "read", args_hash, "c1", None, result, None, 30, 1, None, GUARD, 1.0
+        )
+    assert not _taken_elsewhere(store._lock)
+    with store.session_lock("s"):  # held by this thread: the outcome takes it again
+        store.record_outcome_fields(
+            "s", "read", args_hash, "c1", None, result, None, 30, 1, None, GUARD, 1.0
+        )
+        assert _taken_elsewhere(store._lock)
+    assert not _taken_elsewhere(store._lock)
+    assert len(store.history("s", 1.0)) == 1

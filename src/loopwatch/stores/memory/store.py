@@ -310,7 +310,13 @@ class MemoryStore(Store):
         session's time moves (``begin_call`` left it in the map, the most recently used).
         The lock is this store's session lock (:meth:`session_lock`).
         """
-        with self._lock:
+        # ``with self._lock:``, written as the acquire and release it stands for (released
+        # by the finally, whatever happens): the with statement's special-method lookups
+        # and its __exit__ call cost as much again (about 140 against 70 ns), on every
+        # guarded call.
+        lock = self._lock
+        lock.acquire()
+        try:
             postponed = self._postponed
             if postponed is not None and result_hash is not None:
                 postponed_key, session, pending, size, key = postponed
@@ -339,7 +345,9 @@ class MemoryStore(Store):
                     filled.__class__ = ToolCallRecord
                     # Both trims (the append's, then the outcome's) at once: each keeps
                     # the newest.
-                    session.history.append_filled(filled, key, min(size, history_size))
+                    # (min(size, history_size), without the builtin's call)
+                    trim_to = size if size < history_size else history_size
+                    session.history.append_filled(filled, key, trim_to)
                     # _touch's part that is left: the session is live, in the map and the
                     # most recently used already (a postponed append is set only by
                     # begin_call, which touched its session last, and every other
@@ -374,6 +382,8 @@ class MemoryStore(Store):
                 record.tool_name, record.args_hash, record.result_hash
             )
             return record, verdict
+        finally:
+            lock.release()
 
     def arm_guard(
         self, session_key: str, run_id: str | None, guard: GuardSpec, now: float
