@@ -335,6 +335,64 @@ def test_one_float_anywhere_sends_the_value_to_the_pure_path(
     assert_same(value)
 
 
+# The root dicts of arguments: few items, keys of every kind (subclasses, other types,
+# surrogates, astral and private-use code points), leaves and containers of every kind.
+ODD_KEYS = st.sampled_from([Text("k"), 1, None, 2.5, (1,)])
+SMALL_DICTS = st.one_of(
+    st.dictionaries(PLAIN_KEYS, PLAIN_LEAVES, max_size=_fastjson.SMALL_DICT + 2),
+    st.dictionaries(
+        st.one_of(KEYS, PLAIN_KEYS, ODD_KEYS),
+        st.one_of(PLAIN_LEAVES, LEAVES, PLAIN, VALUES),
+        max_size=_fastjson.SMALL_DICT + 2,
+    ),
+)
+
+
+@contextlib.contextmanager
+def walk_only() -> Iterator[None]:
+    """``is_plain`` without its item-by-item pass over small dicts, for the duration."""
+    saved = _fastjson.SMALL_DICT
+    _fastjson.SMALL_DICT = -1  # type: ignore[misc]  # (no dict is that small)
+    try:
+        yield
+    finally:
+        _fastjson.SMALL_DICT = saved  # type: ignore[misc]
+
+
+@settings(max_examples=800)
+@given(SMALL_DICTS)
+def test_small_dicts_are_judged_as_the_walk_judges_them(value: dict[Any, Any]) -> None:
+    judged = _fastjson.is_plain(value)
+    with walk_only():
+        assert judged is _fastjson.is_plain(value)
+    if currently_in_test_context():
+        event("plain" if judged else "not plain")
+
+
+def test_the_small_dict_pass_covers_the_usual_arguments() -> None:
+    # What the pass must accept and refuse by itself, each checked against the walk.
+    cases = [
+        ({"command": "ls -la"}, True),
+        ({"path": "a", "recursive": True, "depth": 2, "note": None}, True),
+        ({"é": 1, "中": 2, "\ud7ff": 3}, True),
+        ({}, True),
+        ({"": ""}, True),
+        ({"\ue000": 1}, False),
+        ({"😀": 1}, False),
+        ({Text("k"): 1}, False),
+        ({1: "a"}, False),
+        ({"a": 1.0}, False),
+        ({"a": Text("x")}, False),
+        ({"a": ["x"], "\ue000": 1}, False),  # a key after a container member
+        ({"a": ["x"], "b": {"c": 1}}, True),
+        (dict.fromkeys("abcdefghijk", "x"), True),  # more than SMALL_DICT items
+    ]
+    for value, plain in cases:
+        assert _fastjson.is_plain(value) is plain, value
+        with walk_only():
+            assert _fastjson.is_plain(value) is plain, value
+
+
 # --- the default outcome, hashed in pieces ----------------------------------------------------
 
 WHITESPACE = st.lists(st.sampled_from(WS_CHARS), max_size=TRIM_SCAN + 4).map("".join)

@@ -48,6 +48,8 @@ MAX_DEPTH: Final = 254
 #: here so both paths refuse the same values: a bigger tree is left to the pure path,
 #: which refuses it).
 MAX_NODES: Final = 1_000_000
+#: Dicts of at most this many items are checked item by item (see :func:`is_plain`).
+SMALL_DICT: Final = 8
 #: Keys made of code points below the surrogates sort alike by code point and by UTF-16.
 _FIRST_SURROGATE: Final = "\ud800"
 
@@ -61,11 +63,27 @@ def is_plain(value: object) -> bool:
     Only containers holding containers are remembered: a cycle or a shared branch runs
     through them, while a shared list of strings is written alike by both paths.
     """
-    # The root, on its own: most arguments are one flat dict, done in three C calls.
+    # The root, on its own: most arguments are one flat dict, done in one pass when small,
+    # else in three C calls.
     root: Any = value
     cls = type(root)
     members: Iterable[object]
     if cls is dict:
+        if len(root) <= SMALL_DICT:
+            # A small dict, in one pass over its items: each key as _plain_keys checks
+            # it, each member a leaf (then plain, as below: a few members are within
+            # MAX_NODES). For a few items this costs a third of the C calls, which pay a
+            # fixed price each; a member that is not a leaf leaves the check to them.
+            try:
+                for key, member in root.items():
+                    if type(key) is not str or not (key.isascii() or max(key) < _FIRST_SURROGATE):
+                        return False
+                    if type(member) not in _LEAVES:
+                        break
+                else:
+                    return True
+            except RuntimeError:  # changed by another thread meanwhile: the C calls decide
+                pass
         if not _plain_keys(root):
             return False
         members = root.values()
