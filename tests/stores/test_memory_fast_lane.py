@@ -156,8 +156,9 @@ class SettledStore(MemoryStore):
 
 def test_the_usual_outcome_takes_one_step() -> None:
     """What the tests above compare is the lane a usual outcome takes: no
-    ``CompactRecord.filled`` (the record packed in ``append_filled``), and in the store no
-    ``SessionHistory.record_outcome`` (the postponed append filled at once)."""
+    ``SessionHistory._add`` or ``trim`` (the record appended and the oldest trimmed in
+    ``append_filled``), and in the store no ``SessionHistory.record_outcome`` (the
+    postponed append filled at once)."""
     history = SessionHistory()
     records = []
     for number in range(3):
@@ -167,7 +168,10 @@ def test_the_usual_outcome_takes_one_step() -> None:
         if number == 0:  # (the run's first record makes the run: the plain steps)
             history.append_filled(record, key, 2)
             continue
-        with mock.patch.object(_history.CompactRecord, "filled", side_effect=AssertionError):
+        with (
+            mock.patch.object(SessionHistory, "_add", side_effect=AssertionError),
+            mock.patch.object(SessionHistory, "trim", side_effect=AssertionError),
+        ):
             history.append_filled(record, key, 2)
     assert history.public() == tuple(records[1:])
     store = MemoryStore()

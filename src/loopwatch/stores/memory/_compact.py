@@ -25,19 +25,19 @@ from loopwatch.core.records import ToolCallRecord
 _PACKED: Final = struct.Struct("<32s33sq")
 #: The same bytes with the result key in its two parts (digest, kind): packed without
 #: joining them first.
-PACKED_PARTS: Final = struct.Struct("<32s32sBq")
+_PACKED_PARTS: Final = struct.Struct("<32s32sBq")
 RESULT_KEY: Final = slice(32, 65)
 KIND_AT: Final = 64
 #: Result kinds, the last byte of a result key: no outcome yet, a digest (SPEC §3.3), or
 #: ``"error:"`` and a digest.
 PENDING: Final = 0
-KIND_DIGEST: Final = 1
-KIND_ERROR: Final = 2
+_DIGEST: Final = 1
+_ERROR: Final = 2
 _KIND_BYTES: Final = (b"\x00", b"\x01", b"\x02")
-ERROR_PREFIX: Final = "error:"
+_ERROR_PREFIX: Final = "error:"
 _NO_RESULT: Final = bytes(32) + _KIND_BYTES[PENDING]
-MIN_TS: Final = -(2**63)
-MAX_TS: Final = 2**63 - 1
+_MIN_TS: Final = -(2**63)
+_MAX_TS: Final = 2**63 - 1
 
 
 def _digest(text: str) -> bytes | None:
@@ -85,14 +85,14 @@ def result_key(result_hash: str) -> bytes | str:
     raw = result_digest(result_hash)
     if raw is not None:  # the result hash the guard just made: its bytes, not parsed back
         # (64 hex digits never start with "error:")
-        kind = KIND_ERROR if result_hash.startswith(ERROR_PREFIX) else KIND_DIGEST
+        kind = _ERROR if result_hash.startswith(_ERROR_PREFIX) else _DIGEST
         return raw + _KIND_BYTES[kind]
-    if result_hash.startswith(ERROR_PREFIX):
-        digest = _digest(result_hash[len(ERROR_PREFIX) :])
-        kind = KIND_ERROR
+    if result_hash.startswith(_ERROR_PREFIX):
+        digest = _digest(result_hash[len(_ERROR_PREFIX) :])
+        kind = _ERROR
     else:
         digest = _digest(result_hash)
-        kind = KIND_DIGEST
+        kind = _DIGEST
     return result_hash if digest is None else digest + _KIND_BYTES[kind]
 
 
@@ -101,7 +101,7 @@ def result_hash_of(key: bytes | str) -> str:
     if isinstance(key, str):
         return key
     digest = key[:32].hex()
-    return ERROR_PREFIX + digest if key[32] == KIND_ERROR else digest
+    return _ERROR_PREFIX + digest if key[32] == _ERROR else digest
 
 
 def _pack(record: ToolCallRecord, args: bytes | str) -> bytes | None:
@@ -114,7 +114,7 @@ def _pack(record: ToolCallRecord, args: bytes | str) -> bytes | None:
         not isinstance(args, bytes)
         or not isinstance(result, bytes)
         or type(timestamp) is not int
-        or not MIN_TS <= timestamp <= MAX_TS
+        or not _MIN_TS <= timestamp <= _MAX_TS
     ):
         return None
     return _PACKED.pack(args, result, timestamp)
@@ -160,18 +160,18 @@ class CompactRecord:
             and result_hash is not None
             and type(key) is bytes
             and type(timestamp) is int
-            and MIN_TS <= timestamp <= MAX_TS
+            and _MIN_TS <= timestamp <= _MAX_TS
         ):
             # result_key(result_hash) is these digest bytes and their kind, packed apart.
-            kind = KIND_ERROR if result_hash.startswith(ERROR_PREFIX) else KIND_DIGEST
-            packed = PACKED_PARTS.pack(key, raw, kind, timestamp)
+            kind = _ERROR if result_hash.startswith(_ERROR_PREFIX) else _DIGEST
+            packed = _PACKED_PARTS.pack(key, raw, kind, timestamp)
         else:
             result = result_key(result_hash) if result_hash is not None else None
             if (
                 type(key) is not bytes
                 or type(result) is not bytes
                 or type(timestamp) is not int
-                or not MIN_TS <= timestamp <= MAX_TS
+                or not _MIN_TS <= timestamp <= _MAX_TS
             ):
                 return cls(record, key)
             packed = _PACKED.pack(key, result, timestamp)
@@ -332,13 +332,7 @@ CONTENT_KEY: Final = attrgetter("tool_name", "packed", "extra")
 
 __all__ = [
     "CONTENT_KEY",
-    "ERROR_PREFIX",
     "KIND_AT",
-    "KIND_DIGEST",
-    "KIND_ERROR",
-    "MAX_TS",
-    "MIN_TS",
-    "PACKED_PARTS",
     "PENDING",
     "RESULT_KEY",
     "CompactRecord",

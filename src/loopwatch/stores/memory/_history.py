@@ -20,11 +20,9 @@ strings are equal, so the answers are those of a scan over the public records
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Hashable, Iterable, Iterator, Sequence
 from typing import Final, overload
 
-from loopwatch.core.outcomes import result_digest
 from loopwatch.core.records import ToolCallRecord
 from loopwatch.detectors.reference import (
     NO_PING_PONG,
@@ -35,13 +33,7 @@ from loopwatch.detectors.reference import (
 from loopwatch.stores.base import OutcomeWrite
 from loopwatch.stores.memory._compact import (
     CONTENT_KEY,
-    ERROR_PREFIX,
     KIND_AT,
-    KIND_DIGEST,
-    KIND_ERROR,
-    MAX_TS,
-    MIN_TS,
-    PACKED_PARTS,
     PENDING,
     RESULT_KEY,
     CompactRecord,
@@ -54,9 +46,6 @@ from loopwatch.stores.memory._compact import (
 #: scan of a few dozen records costs about what the index costs to maintain, and no memory
 #: (an index entry costs more than the record itself, so the default history of 30 has none).
 INDEX_FROM: Final = 32
-
-_new_object: Final = object.__new__
-_intern: Final = sys.intern
 
 
 class RunRecords:
@@ -221,46 +210,28 @@ class SessionHistory:
         """:meth:`add_filled`, then :meth:`trim` to ``history_size``: a filled outcome's
         record, as the memory store appends it on every guarded call.
 
-        The usual record takes one step. It stands for ``CompactRecord.filled(record, key)``
-        (the result hash the guard just made: its digest bytes; an args digest; a timestamp
-        that fits), :meth:`_add` for a run that is the session's only one (it shares the
-        session's lists) and stays short of its index, and :meth:`trim` of at most the
-        oldest record (which is then of that run too). Anything else takes those steps.
+        The usual append takes one step. It stands for :meth:`_add` of a run that is the
+        session's only one (it shares the session's lists) and stays short of its index,
+        then :meth:`trim` of at most the oldest record (which is then of that run too).
+        Anything else takes those steps.
         """
-        result_hash = record.result_hash
-        timestamp = record.timestamp
+        compact = CompactRecord.filled(record, key)
         records = self.records
-        run = self.runs.get(record.run_id)
-        raw = None if result_hash is None else result_digest(result_hash)
+        run = self.runs.get(compact.run_id)
         if (
-            raw is None
-            or result_hash is None
-            or run is None
+            run is None
             or run.records is not records
             or run.calls is not None
             or len(records) >= INDEX_FROM
-            or type(key) is not bytes
-            or type(timestamp) is not int
-            or not MIN_TS <= timestamp <= MAX_TS
         ):
-            self._add(CompactRecord.filled(record, key))
+            self._add(compact)
             self.trim(history_size)
             return
-        # CompactRecord.filled's packed record: result_key(result_hash) is the digest
-        # bytes and their kind, packed apart; run_id is the run's own object (as _add sets).
-        kind = KIND_ERROR if result_hash.startswith(ERROR_PREFIX) else KIND_DIGEST
-        packed = PACKED_PARTS.pack(key, raw, kind, timestamp)
-        compact = _new_object(CompactRecord)
-        tool_name = record.tool_name
-        compact.tool_name = _intern(tool_name) if type(tool_name) is str else tool_name
-        compact.call_id = record.tool_call_id
-        compact.run_id = run.run_id
-        compact.packed = packed
-        unknown, facts = record.unknown_tool_name, record.facts
-        compact.extra = None if unknown is None and facts is None else (unknown, facts)
         # _add's append to the shared lists (no index: the run stays within INDEX_FROM).
+        compact.run_id = run.run_id  # one run id object per run
+        packed = compact.packed
         records.append(compact)
-        self.heads.append(packed[0])
+        self.heads.append(_head(compact) if packed is None else packed[0])
         excess = len(records) - history_size
         if excess == 1:  # trim's usual step: the oldest record, of this very run, goes
             del records[0]
