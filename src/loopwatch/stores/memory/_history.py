@@ -326,6 +326,29 @@ class SessionHistory:
         return record
 
 
+def _no_progress_of(same: Sequence[CompactRecord]) -> tuple[int, str | None, int]:
+    """:meth:`RunView.no_progress` from the records of the call, oldest first."""
+    streak = 0
+    latest: bytes | str | None = None
+    for record in reversed(same):
+        packed = record.packed
+        if packed is None:
+            result = record.result
+        elif packed[KIND_AT] == PENDING:
+            result = None
+        else:
+            result = packed[RESULT_KEY]
+        if result is None:
+            continue  # a pending record neither counts in nor breaks the streak
+        if latest is None:
+            latest, streak = result, 1
+        elif result == latest:
+            streak += 1
+        else:
+            break
+    return streak, None if latest is None else result_hash_of(latest), len(same)
+
+
 class RunView(Sequence[ToolCallRecord], RunHistory):
     """A run's records as ``begin_call`` returns them, answering the detectors directly.
 
@@ -432,26 +455,52 @@ class RunView(Sequence[ToolCallRecord], RunHistory):
         return query[2]
 
     def no_progress(self, tool_name: str, args_hash: str) -> tuple[int, str | None, int]:
-        same = self._run.same_call(tool_name, self._key(tool_name, args_hash))
-        streak = 0
+        run = self._run
+        query = self._query  # (self._key, inlined for the usual call: the one asked about)
+        if query is not None and query[1] == args_hash and query[0] == tool_name:
+            key = query[2]
+        else:
+            key = self._key(tool_name, args_hash)
+        if run.calls is not None or type(key) is not bytes:
+            return _no_progress_of(run.same_call(tool_name, key))
+        # RunRecords.same_call's scan, run newest first and folded into _no_progress_of's
+        # loop: no list of the records, no call per record.
+        records = run.records
+        heads = run.heads
+        head = key[0]
+        streak = recent = 0
         latest: bytes | str | None = None
-        for record in reversed(same):
+        streak_open = True
+        at = heads.rfind(head)
+        while at >= 0:
+            record = records[at]
+            at = heads.rfind(head, 0, at)
+            if record.tool_name != tool_name:
+                continue
             packed = record.packed
+            # (record.matches(tool_name, key) and record.result, inlined)
             if packed is None:
+                if record.key != key:
+                    continue
                 result = record.result
+            elif not packed.startswith(key):
+                continue
             elif packed[KIND_AT] == PENDING:
                 result = None
             else:
                 result = packed[RESULT_KEY]
-            if result is None:
-                continue  # a pending record neither counts in nor breaks the streak
+            recent += 1
+            if result is None or not streak_open:
+                # A pending record neither counts in nor breaks the streak; past the
+                # streak's end only the count goes on.
+                continue
             if latest is None:
                 latest, streak = result, 1
             elif result == latest:
                 streak += 1
             else:
-                break
-        return streak, None if latest is None else result_hash_of(latest), len(same)
+                streak_open = False
+        return streak, None if latest is None else result_hash_of(latest), recent
 
     def ping_pong(self, tool_name: str, current_hash: str) -> PingPong:
         records = self._run.records
