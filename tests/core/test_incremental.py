@@ -433,6 +433,43 @@ def test_long_runs_match_the_plain_store(
             assert memory.history("s", 1.0) == reference.history("s", 1.0)
 
 
+@pytest.mark.parametrize("index_size", INDEX_SIZES)
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([0, 1, 1, 2, 7]),  # read, read, exec with read's digest, upper case
+            st.integers(0, len(RESULTS) + len(FRESH) - 1),
+            st.sampled_from([False, False, False, True]),  # an odd (unpacked) timestamp
+            st.sampled_from([False, False, False, True]),  # left pending
+        ),
+        max_size=40,
+    ),
+)
+def test_alternations_over_unpacked_records_match_the_plain_store(
+    index_size: int, calls: list[tuple[int, int, bool, bool]]
+) -> None:
+    """Ping-pong tails and repeats that run through records kept unpacked (odd result
+    hashes, odd timestamps, hashes of another shape) and pending records: the memory
+    store's walks compare those as strings, the packed ones as digests."""
+    with index_from(index_size):
+        memory, reference = MemoryStore(), ReferenceStore()
+        for step, (call, result, odd_timestamp, pending_only) in enumerate(calls):
+            tool, args = CALLS[call]
+            timestamp = True if odd_timestamp else step
+            pending = ToolCallRecord(tool, args, f"c{step}", None, None, None, timestamp)
+            write = OutcomeWrite(
+                tool, args, f"c{step}", None, OutcomeHash(result_hash_at(result)), 30, 1
+            )
+            seen = []
+            for store in (memory, reference):
+                seen.append(detection(store.begin_call("s", None, pending, 30, 1.0)))
+                if not pending_only:
+                    seen.append(store.record_outcome("s", write, GuardSpec(3, True), 1.0))
+            assert seen[: len(seen) // 2] == seen[len(seen) // 2 :]
+            assert memory.history("s", 1.0) == reference.history("s", 1.0)
+
+
 # --- through LoopGuard ----------------------------------------------------------------------
 
 GUARD_TOOLS = ["read", "exec", "Bash", "process", "command_status", "", " READ "]

@@ -511,7 +511,11 @@ class RunView(Sequence[ToolCallRecord], RunHistory):
         # The upcoming call must continue the alternation: have the args hash of the record
         # before the newest ("other", when the tail is 2 long). Checked first: it rules out
         # nearly every call.
-        key = self._key(tool_name, current_hash)
+        query = self._query  # (self._key, inlined for the usual call: the one asked about)
+        if query is not None and query[1] == current_hash and query[0] == tool_name:
+            key = query[2]
+        else:
+            key = self._key(tool_name, current_hash)
         other_packed = other.packed
         if other_packed is not None and isinstance(key, bytes):
             # (other.matches(tool_name, key), inlined: other is packed)
@@ -530,6 +534,33 @@ class RunView(Sequence[ToolCallRecord], RunHistory):
             same = other.args_hash == last.args_hash
         if same or other.tool_name == "":
             return NO_PING_PONG
+        if last_packed is not None and other_packed is not None:
+            # The walk below and no_progress_evidence, in one pass without a closure or a
+            # set: each side's outcomes are one and the same, none pending, exactly when the
+            # newest of the side has one and every older record of it has that one too.
+            # (last.result and other.result, inlined: both are packed)
+            last_result = None if last_packed[KIND_AT] == PENDING else last_packed[RESULT_KEY]
+            other_result = None if other_packed[KIND_AT] == PENDING else other_packed[RESULT_KEY]
+            sides = (
+                (last_packed[:32], last.tool_name, last_result),
+                (other_packed[:32], other.tool_name, other_result),
+            )
+            evidence = last_result is not None and other_result is not None
+            tail = 2
+            while tail <= newest:
+                record = records[newest - tail]
+                digest, name, result = sides[tail & 1]
+                packed = record.packed
+                # (same_args_as(last or other)(record), inlined)
+                if packed is None:
+                    if record.args_hash != (last, other)[tail & 1].args_hash:
+                        break
+                elif record.tool_name != name or not packed.startswith(digest):
+                    break
+                if evidence and record.result != result:
+                    evidence = False
+                tail += 1
+            return PingPong(tail + 1, evidence, last.tool_name, last.args_hash)
         tests = (same_args_as(last), same_args_as(other))
         tail = 2
         while tail <= newest and tests[tail % 2](records[newest - tail]):
