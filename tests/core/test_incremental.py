@@ -147,6 +147,25 @@ def test_a_quiet_run_is_judged_in_full_when_a_threshold_is_not_positive(threshol
         assert evaluate(view, tool, args, known_poll, config) == plain
 
 
+class _QuietScan(ScannedRun):
+    """A history that only knows ``quiet``: the default ``repeat_bound`` stands on it."""
+
+    def quiet(self, tool_name: str, current_hash: str) -> bool:
+        return not self.records
+
+
+def test_the_default_repeat_bound_stands_on_quiet() -> None:
+    tool, args = CALLS[0]
+    assert _QuietScan([]).repeat_bound(tool, args) == 0
+    record = ToolCallRecord(tool, args, None, None, DIGESTS[1], None, 1)
+    assert _QuietScan([record]).repeat_bound(tool, args) is None
+    assert ScannedRun([]).repeat_bound(tool, args) is None  # (quiet says nothing there)
+    config = resolve_config({"enabled": True})
+    assert evaluate(_QuietScan([]), tool, args, False, config) == evaluate(
+        [], tool, args, False, config
+    )
+
+
 def test_a_run_is_not_quiet_when_the_record_before_the_newest_is_unpacked() -> None:
     """Ping-pong compares an unpacked record's args hash as a string, whatever its tool: a
     record of another tool with the upcoming call's args hash may start an alternation
@@ -309,6 +328,7 @@ OPS = st.lists(
 )
 CONFIGS = [
     resolve_config({"enabled": True, "warningThreshold": 2, "criticalThreshold": 3}),
+    resolve_config({"enabled": True}),  # (repeats up to 9 below every threshold)
     resolve_config(
         {
             "enabled": True,
@@ -339,6 +359,12 @@ def detection(records: Sequence[ToolCallRecord] | RunHistory) -> list[object]:
         if isinstance(run, _history.RunView) and run.quiet(tool, args):
             # (evaluate's shortcut: every answer it stands for is 0)
             assert seen[-3:] == [(0, None), (0, None, 0), NO_PING_PONG]
+        bound = run.repeat_bound(tool, args)
+        if bound is not None:
+            # (evaluate's shortcut: what it stands for, with the counts at most the bound)
+            streak, _latest, recent = run.no_progress(tool, args)
+            assert seen[-3] == (0, None) and seen[-1] == NO_PING_PONG
+            assert streak <= recent <= bound
         for config in CONFIGS:
             for known_poll in (False, True):
                 seen.append(evaluate(records, tool, args, known_poll, config))

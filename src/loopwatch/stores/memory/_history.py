@@ -421,7 +421,8 @@ class RunView(Sequence[ToolCallRecord], RunHistory):
 
     def quiet(self, tool_name: str, args_hash: str) -> bool:
         # No unknown-tool streak of the call, no record of it, no alternation it would
-        # continue (see RunHistory.quiet).
+        # continue (see RunHistory.quiet). evaluate asks repeat_bound below, which proves
+        # more: this answers for the others who ask.
         records = self._run.records
         if records:
             newest = records[-1]
@@ -446,6 +447,27 @@ class RunView(Sequence[ToolCallRecord], RunHistory):
         # alternation when that record is packed (ping_pong then compares digests and tool
         # names, as this scan did).
         return len(records) < 2 or records[-2].packed is not None
+
+    def repeat_bound(self, tool_name: str, current_hash: str) -> int | None:
+        # (see RunHistory.repeat_bound)
+        records = self._run.records
+        if records:
+            newest = records[-1]
+            if newest.extra is not None and newest.tool_name == tool_name:
+                return None  # (an unknown-tool streak may start at the newest record)
+        key = self._key(tool_name, current_hash)
+        run = self._run
+        if run.calls is not None or type(key) is not bytes:
+            return None
+        if len(records) >= 2:
+            # ping_pong's first test: the record before the newest, packed, is not of the
+            # call (another tool, or another digest), so no alternation is continued.
+            other = records[-2]
+            packed = other.packed
+            if packed is None or (other.tool_name == tool_name and packed.startswith(key)):
+                return None
+        # no_progress counts only records whose entry in heads is the key's first byte.
+        return run.heads.count(key[0])
 
     def _key(self, tool_name: str, args_hash: str) -> bytes | str:
         """The upcoming call's :func:`call_key` (every question about it needs it)."""
