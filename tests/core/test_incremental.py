@@ -147,6 +147,21 @@ def test_a_quiet_run_is_judged_in_full_when_a_threshold_is_not_positive(threshol
         assert evaluate(view, tool, args, known_poll, config) == plain
 
 
+def test_an_alternation_runs_through_another_tools_record() -> None:
+    """ping_pong's tail takes any record with the call's args hash, whatever its tool:
+    the memory store's walk compares one of another tool (kept whole) as a string."""
+    read, other = f"read:{DIGESTS[0]}", f"read:{DIGESTS[1]}"
+    calls = [("exec", read), ("read", other), ("read", read), ("read", other)]
+    memory, reference = MemoryStore(), ReferenceStore()
+    for step, (tool, args) in enumerate(calls):
+        write = OutcomeWrite(tool, args, f"c{step}", None, OutcomeHash(RESULTS[0]), 30, 1)
+        for store in (memory, reference):
+            store.record_outcome("s", write, GuardSpec(3, True), 1.0)
+    view = memory.begin_call("s", None, None, 30, 1.0)
+    assert view.fields()[0].packed is None and view.ping_pong("read", read).count == 5
+    assert detection(view) == detection(reference.begin_call("s", None, None, 30, 1.0))
+
+
 class _QuietScan(ScannedRun):
     """A history that only knows ``quiet``: the default ``repeat_bound`` stands on it."""
 
