@@ -147,6 +147,40 @@ def test_a_quiet_run_is_judged_in_full_when_a_threshold_is_not_positive(threshol
         assert evaluate(view, tool, args, known_poll, config) == plain
 
 
+def test_an_alternation_runs_through_another_tools_record() -> None:
+    """ping_pong's tail takes any record with the call's args hash, whatever its tool:
+    the memory store's walk compares one of another tool (kept whole) as a string."""
+    read, other = f"read:{DIGESTS[0]}", f"read:{DIGESTS[1]}"
+    calls = [("exec", read), ("read", other), ("read", read), ("read", other)]
+    memory, reference = MemoryStore(), ReferenceStore()
+    for step, (tool, args) in enumerate(calls):
+        write = OutcomeWrite(tool, args, f"c{step}", None, OutcomeHash(RESULTS[0]), 30, 1)
+        for store in (memory, reference):
+            store.record_outcome("s", write, GuardSpec(3, True), 1.0)
+    view = memory.begin_call("s", None, None, 30, 1.0)
+    assert view.fields()[0].packed is None and view.ping_pong("read", read).count == 5
+    assert detection(view) == detection(reference.begin_call("s", None, None, 30, 1.0))
+
+
+class _QuietScan(ScannedRun):
+    """A history that only knows ``quiet``: the default ``repeat_bound`` stands on it."""
+
+    def quiet(self, tool_name: str, current_hash: str) -> bool:
+        return not self.records
+
+
+def test_the_default_repeat_bound_stands_on_quiet() -> None:
+    tool, args = CALLS[0]
+    assert _QuietScan([]).repeat_bound(tool, args) == 0
+    record = ToolCallRecord(tool, args, None, None, DIGESTS[1], None, 1)
+    assert _QuietScan([record]).repeat_bound(tool, args) is None
+    assert ScannedRun([]).repeat_bound(tool, args) is None  # (quiet says nothing there)
+    config = resolve_config({"enabled": True})
+    assert evaluate(_QuietScan([]), tool, args, False, config) == evaluate(
+        [], tool, args, False, config
+    )
+
+
 def test_a_run_is_not_quiet_when_the_record_before_the_newest_is_unpacked() -> None:
     """Ping-pong compares an unpacked record's args hash as a string, whatever its tool: a
     record of another tool with the upcoming call's args hash may start an alternation
@@ -309,6 +343,7 @@ OPS = st.lists(
 )
 CONFIGS = [
     resolve_config({"enabled": True, "warningThreshold": 2, "criticalThreshold": 3}),
+    resolve_config({"enabled": True}),  # (repeats up to 9 below every threshold)
     resolve_config(
         {
             "enabled": True,
@@ -339,6 +374,12 @@ def detection(records: Sequence[ToolCallRecord] | RunHistory) -> list[object]:
         if isinstance(run, _history.RunView) and run.quiet(tool, args):
             # (evaluate's shortcut: every answer it stands for is 0)
             assert seen[-3:] == [(0, None), (0, None, 0), NO_PING_PONG]
+        bound = run.repeat_bound(tool, args)
+        if bound is not None:
+            # (evaluate's shortcut: what it stands for, with the counts at most the bound)
+            streak, _latest, recent = run.no_progress(tool, args)
+            assert seen[-3] == (0, None) and seen[-1] == NO_PING_PONG
+            assert streak <= recent <= bound
         for config in CONFIGS:
             for known_poll in (False, True):
                 seen.append(evaluate(records, tool, args, known_poll, config))
@@ -430,6 +471,43 @@ def test_long_runs_match_the_plain_store(
                 seen.append(detection(store.begin_call("s", None, pending, size * 3, 1.0)))
                 seen.append(store.record_outcome("s", write, GuardSpec(3, True), 1.0))
             assert seen[:2] == seen[2:]
+            assert memory.history("s", 1.0) == reference.history("s", 1.0)
+
+
+@pytest.mark.parametrize("index_size", INDEX_SIZES)
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([0, 1, 1, 2, 7]),  # read, read, exec with read's digest, upper case
+            st.integers(0, len(RESULTS) + len(FRESH) - 1),
+            st.sampled_from([False, False, False, True]),  # an odd (unpacked) timestamp
+            st.sampled_from([False, False, False, True]),  # left pending
+        ),
+        max_size=40,
+    ),
+)
+def test_alternations_over_unpacked_records_match_the_plain_store(
+    index_size: int, calls: list[tuple[int, int, bool, bool]]
+) -> None:
+    """Ping-pong tails and repeats that run through records kept unpacked (odd result
+    hashes, odd timestamps, hashes of another shape) and pending records: the memory
+    store's walks compare those as strings, the packed ones as digests."""
+    with index_from(index_size):
+        memory, reference = MemoryStore(), ReferenceStore()
+        for step, (call, result, odd_timestamp, pending_only) in enumerate(calls):
+            tool, args = CALLS[call]
+            timestamp = True if odd_timestamp else step
+            pending = ToolCallRecord(tool, args, f"c{step}", None, None, None, timestamp)
+            write = OutcomeWrite(
+                tool, args, f"c{step}", None, OutcomeHash(result_hash_at(result)), 30, 1
+            )
+            seen = []
+            for store in (memory, reference):
+                seen.append(detection(store.begin_call("s", None, pending, 30, 1.0)))
+                if not pending_only:
+                    seen.append(store.record_outcome("s", write, GuardSpec(3, True), 1.0))
+            assert seen[: len(seen) // 2] == seen[len(seen) // 2 :]
             assert memory.history("s", 1.0) == reference.history("s", 1.0)
 
 

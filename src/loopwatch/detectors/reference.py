@@ -135,8 +135,18 @@ class RunHistory(ABC):
         :meth:`unknown_tool_streak` would be ``(0, None)``, :meth:`no_progress`
         ``(0, None, 0)`` and :meth:`ping_pong` :data:`NO_PING_PONG`. ``False`` says nothing
         (the default): a history with an index may prove it in one step, and
-        :func:`evaluate` then answers at once (most calls of a healthy run)."""
+        :func:`evaluate` then answers at once (most calls of a healthy run), through the
+        default :meth:`repeat_bound`."""
         return False
+
+    def repeat_bound(self, tool_name: str, current_hash: str) -> int | None:
+        """An upper bound ``n`` on the run's records of the call, proven together with the
+        rest: :meth:`unknown_tool_streak` would be ``(0, None)``, :meth:`ping_pong`
+        :data:`NO_PING_PONG`, and :meth:`no_progress`'s streak and recent count at most
+        ``n``. ``None`` says nothing. :func:`evaluate` answers at once when ``n`` is below
+        every threshold (most calls of a healthy run, repeats included); the default stands
+        on :meth:`quiet` (``0`` when it proves every answer 0)."""
+        return 0 if self.quiet(tool_name, current_hash) else None
 
     def content_keys(self, start: int) -> Sequence[Hashable] | None:
         """For each record of ``fields()[start:]``, a hashable value that determines all
@@ -274,15 +284,18 @@ def evaluate(
         if answers_itself(records)
         else ScannedRun(records)  # type: ignore[arg-type]
     )
-    if (
-        config.warning_threshold > 0
-        and config.critical_threshold > 0
-        and config.unknown_tool_threshold > 0
-        and config.global_circuit_breaker_threshold > 0
-        and run.quiet(tool_name, current_hash)
-    ):
-        # Every answer 0: no threshold (each at least 1) is reached, as below.
-        return NOT_STUCK
+    if config.unknown_tool_threshold > 0:
+        bound = run.repeat_bound(tool_name, current_hash)
+        if (
+            bound is not None
+            and bound < config.warning_threshold
+            and bound < config.critical_threshold
+            and bound < config.global_circuit_breaker_threshold
+        ):
+            # No unknown-tool streak (0, below its threshold), no alternation (a count of
+            # 0, below the warning threshold), and a streak and a recent count of at most
+            # ``bound``, below every threshold they are compared with: as below.
+            return NOT_STUCK
     unknown_streak, unknown_name = run.unknown_tool_streak(tool_name)
     if unknown_streak >= config.unknown_tool_threshold:
         shown = unknown_name or tool_name

@@ -361,6 +361,29 @@ class SessionHistory:
         return record
 
 
+def _no_progress_of(same: Sequence[CompactRecord]) -> tuple[int, str | None, int]:
+    """:meth:`RunView.no_progress` from the records of the call, oldest first."""
+    streak = 0
+    latest: bytes | str | None = None
+    for record in reversed(same):
+        packed = record.packed
+        if packed is None:
+            result = record.result
+        elif packed[KIND_AT] == PENDING:
+            result = None
+        else:
+            result = packed[RESULT_KEY]
+        if result is None:
+            continue  # a pending record neither counts in nor breaks the streak
+        if latest is None:
+            latest, streak = result, 1
+        elif result == latest:
+            streak += 1
+        else:
+            break
+    return streak, None if latest is None else result_hash_of(latest), len(same)
+
+
 class RunView(Sequence[ToolCallRecord], RunHistory):
     """A run's records as ``begin_call`` returns them, answering the detectors directly.
 
@@ -433,7 +456,8 @@ class RunView(Sequence[ToolCallRecord], RunHistory):
 
     def quiet(self, tool_name: str, args_hash: str) -> bool:
         # No unknown-tool streak of the call, no record of it, no alternation it would
-        # continue (see RunHistory.quiet).
+        # continue (see RunHistory.quiet). evaluate asks repeat_bound below, which proves
+        # more: this answers for the others who ask.
         records = self._run.records
         if records:
             newest = records[-1]
@@ -459,6 +483,27 @@ class RunView(Sequence[ToolCallRecord], RunHistory):
         # names, as this scan did).
         return len(records) < 2 or records[-2].packed is not None
 
+    def repeat_bound(self, tool_name: str, current_hash: str) -> int | None:
+        # (see RunHistory.repeat_bound)
+        records = self._run.records
+        if records:
+            newest = records[-1]
+            if newest.extra is not None and newest.tool_name == tool_name:
+                return None  # (an unknown-tool streak may start at the newest record)
+        key = self._key(tool_name, current_hash)
+        run = self._run
+        if run.calls is not None or type(key) is not bytes:
+            return None
+        if len(records) >= 2:
+            # ping_pong's first test: the record before the newest, packed, is not of the
+            # call (another tool, or another digest), so no alternation is continued.
+            other = records[-2]
+            packed = other.packed
+            if packed is None or (other.tool_name == tool_name and packed.startswith(key)):
+                return None
+        # no_progress counts only records whose entry in heads is the key's first byte.
+        return run.heads.count(key[0])
+
     def _key(self, tool_name: str, args_hash: str) -> bytes | str:
         """The upcoming call's :func:`call_key` (every question about it needs it)."""
         query = self._query
@@ -467,26 +512,52 @@ class RunView(Sequence[ToolCallRecord], RunHistory):
         return query[2]
 
     def no_progress(self, tool_name: str, args_hash: str) -> tuple[int, str | None, int]:
-        same = self._run.same_call(tool_name, self._key(tool_name, args_hash))
-        streak = 0
+        run = self._run
+        query = self._query  # (self._key, inlined for the usual call: the one asked about)
+        if query is not None and query[1] == args_hash and query[0] == tool_name:
+            key = query[2]
+        else:
+            key = self._key(tool_name, args_hash)
+        if run.calls is not None or type(key) is not bytes:
+            return _no_progress_of(run.same_call(tool_name, key))
+        # RunRecords.same_call's scan, run newest first and folded into _no_progress_of's
+        # loop: no list of the records, no call per record.
+        records = run.records
+        heads = run.heads
+        head = key[0]
+        streak = recent = 0
         latest: bytes | str | None = None
-        for record in reversed(same):
+        streak_open = True
+        at = heads.rfind(head)
+        while at >= 0:
+            record = records[at]
+            at = heads.rfind(head, 0, at)
+            if record.tool_name != tool_name:
+                continue
             packed = record.packed
+            # (record.matches(tool_name, key) and record.result, inlined)
             if packed is None:
+                if record.key != key:
+                    continue
                 result = record.result
+            elif not packed.startswith(key):
+                continue
             elif packed[KIND_AT] == PENDING:
                 result = None
             else:
                 result = packed[RESULT_KEY]
-            if result is None:
-                continue  # a pending record neither counts in nor breaks the streak
+            recent += 1
+            if result is None or not streak_open:
+                # A pending record neither counts in nor breaks the streak; past the
+                # streak's end only the count goes on.
+                continue
             if latest is None:
                 latest, streak = result, 1
             elif result == latest:
                 streak += 1
             else:
-                break
-        return streak, None if latest is None else result_hash_of(latest), len(same)
+                streak_open = False
+        return streak, None if latest is None else result_hash_of(latest), recent
 
     def ping_pong(self, tool_name: str, current_hash: str) -> PingPong:
         records = self._run.records
@@ -497,7 +568,11 @@ class RunView(Sequence[ToolCallRecord], RunHistory):
         # The upcoming call must continue the alternation: have the args hash of the record
         # before the newest ("other", when the tail is 2 long). Checked first: it rules out
         # nearly every call.
-        key = self._key(tool_name, current_hash)
+        query = self._query  # (self._key, inlined for the usual call: the one asked about)
+        if query is not None and query[1] == current_hash and query[0] == tool_name:
+            key = query[2]
+        else:
+            key = self._key(tool_name, current_hash)
         other_packed = other.packed
         if other_packed is not None and isinstance(key, bytes):
             # (other.matches(tool_name, key), inlined: other is packed)
@@ -516,6 +591,33 @@ class RunView(Sequence[ToolCallRecord], RunHistory):
             same = other.args_hash == last.args_hash
         if same or other.tool_name == "":
             return NO_PING_PONG
+        if last_packed is not None and other_packed is not None:
+            # The walk below and no_progress_evidence, in one pass without a closure or a
+            # set: each side's outcomes are one and the same, none pending, exactly when the
+            # newest of the side has one and every older record of it has that one too.
+            # (last.result and other.result, inlined: both are packed)
+            last_result = None if last_packed[KIND_AT] == PENDING else last_packed[RESULT_KEY]
+            other_result = None if other_packed[KIND_AT] == PENDING else other_packed[RESULT_KEY]
+            sides = (
+                (last_packed[:32], last.tool_name, last_result),
+                (other_packed[:32], other.tool_name, other_result),
+            )
+            evidence = last_result is not None and other_result is not None
+            tail = 2
+            while tail <= newest:
+                record = records[newest - tail]
+                digest, name, result = sides[tail & 1]
+                packed = record.packed
+                # (same_args_as(last or other)(record), inlined)
+                if packed is None:
+                    if record.args_hash != (last, other)[tail & 1].args_hash:
+                        break
+                elif record.tool_name != name or not packed.startswith(digest):
+                    break
+                if evidence and record.result != result:
+                    evidence = False
+                tail += 1
+            return PingPong(tail + 1, evidence, last.tool_name, last.args_hash)
         tests = (same_args_as(last), same_args_as(other))
         tail = 2
         while tail <= newest and tests[tail % 2](records[newest - tail]):
