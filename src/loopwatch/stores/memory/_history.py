@@ -513,11 +513,7 @@ class RunView(Sequence[ToolCallRecord], RunHistory):
 
     def no_progress(self, tool_name: str, args_hash: str) -> tuple[int, str | None, int]:
         run = self._run
-        query = self._query  # (self._key, inlined for the usual call: the one asked about)
-        if query is not None and query[1] == args_hash and query[0] == tool_name:
-            key = query[2]
-        else:
-            key = self._key(tool_name, args_hash)
+        key = self._key(tool_name, args_hash)
         if run.calls is not None or type(key) is not bytes:
             return _no_progress_of(run.same_call(tool_name, key))
         # RunRecords.same_call's scan, run newest first and folded into _no_progress_of's
@@ -568,11 +564,7 @@ class RunView(Sequence[ToolCallRecord], RunHistory):
         # The upcoming call must continue the alternation: have the args hash of the record
         # before the newest ("other", when the tail is 2 long). Checked first: it rules out
         # nearly every call.
-        query = self._query  # (self._key, inlined for the usual call: the one asked about)
-        if query is not None and query[1] == current_hash and query[0] == tool_name:
-            key = query[2]
-        else:
-            key = self._key(tool_name, current_hash)
+        key = self._key(tool_name, current_hash)
         other_packed = other.packed
         if other_packed is not None and isinstance(key, bytes):
             # (other.matches(tool_name, key), inlined: other is packed)
