@@ -10,8 +10,6 @@ finds nothing.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
-from contextlib import contextmanager
 from unittest import mock
 
 from hypothesis import given, settings
@@ -20,8 +18,10 @@ from hypothesis import strategies as st
 from loopwatch.core.records import ToolCallRecord
 from loopwatch.detectors.adaptive import AdaptiveConfig, evaluate_adaptive, record_from_history
 from loopwatch.detectors.profiles import AdaptiveProfile, UpcomingCall
-from loopwatch.stores.memory import _history
-from loopwatch.stores.memory._history import SessionHistory, call_key
+from loopwatch.stores.memory import _runs
+from loopwatch.stores.memory._compact import call_key
+from loopwatch.stores.memory._history import SessionHistory
+from memory_index import index_from
 
 DIGESTS = [hashlib.sha256(str(i).encode()).hexdigest() for i in range(3)]
 #: Calls of two tools, one args digest shared across them, one hash of another shape.
@@ -58,12 +58,6 @@ RECORDS = st.tuples(
 )
 
 
-@contextmanager
-def index_from(size: int) -> Iterator[None]:
-    with mock.patch.object(_history, "INDEX_FROM", size):
-        yield
-
-
 def _history_of(
     records: list[tuple[tuple[str, str], str | None, str | None, str | None]],
 ) -> SessionHistory:
@@ -82,7 +76,7 @@ def _history_of(
     st.lists(RECORDS, max_size=14),
     st.sampled_from(CALLS),
     st.sampled_from([2, 3, 30]),
-    st.sampled_from([0, 2, _history.INDEX_FROM]),
+    st.sampled_from([0, 2, _runs.INDEX_FROM]),
     st.booleans(),
 )
 def test_the_quiet_shortcut_answers_as_the_detectors_do(

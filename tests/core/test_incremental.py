@@ -1,7 +1,7 @@
 """The memory store's incremental history against a plain list (issue #6).
 
 ``MemoryStore`` keeps compact records, per-run lists and a call index, and answers the
-detectors from them (``loopwatch.stores.memory._history``); every other store hands
+detectors from them (``loopwatch.stores.memory._runs``); every other store hands
 ``evaluate`` a plain sequence. These tests prove both give the same answers:
 
 - ``ReferenceStore`` below is the straightforward store of SPEC §1/§3.6/§6.2: one list
@@ -24,8 +24,7 @@ import copy
 import dataclasses
 import hashlib
 import logging
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 from unittest import mock
@@ -41,19 +40,14 @@ from loopwatch.core.records import ToolCallRecord
 from loopwatch.detectors.compaction import GuardSnapshot, GuardVerdict
 from loopwatch.detectors.reference import NO_PING_PONG, RunHistory, ScannedRun, evaluate
 from loopwatch.stores.base import GuardSpec, OutcomeWrite, Store
-from loopwatch.stores.memory import _compact, _history
+from loopwatch.stores.memory import _compact, _runs
 from loopwatch.stores.memory._compact import call_key, result_key
 from loopwatch.stores.memory._history import SessionHistory
 from loopwatch.testing import ReferenceStore
+from memory_index import index_from
 
-INDEX_SIZES = [0, 2, _history.INDEX_FROM]
+INDEX_SIZES = [0, 2, _runs.INDEX_FROM]
 _NO_GUARD = GuardSnapshot(armed=False, remaining_attempts=0)
-
-
-@contextmanager
-def index_from(size: int) -> Iterator[None]:
-    with mock.patch.object(_history, "INDEX_FROM", size):
-        yield
 
 
 # --- keys ---------------------------------------------------------------------------------
@@ -371,7 +365,7 @@ def detection(records: Sequence[ToolCallRecord] | RunHistory) -> list[object]:
         seen.append(run.unknown_tool_streak(tool))
         seen.append(run.no_progress(tool, args))
         seen.append(run.ping_pong(tool, args))
-        if isinstance(run, _history.RunView) and run.quiet(tool, args):
+        if isinstance(run, _runs.RunView) and run.quiet(tool, args):
             # (evaluate's shortcut: every answer it stands for is 0)
             assert seen[-3:] == [(0, None), (0, None, 0), NO_PING_PONG]
         bound = run.repeat_bound(tool, args)

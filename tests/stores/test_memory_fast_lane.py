@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 from unittest import mock
@@ -27,19 +25,14 @@ from loopwatch.core.outcomes import hash_tool_outcome
 from loopwatch.core.records import ToolCallRecord
 from loopwatch.detectors.compaction import GuardVerdict
 from loopwatch.stores.base import GuardSpec
-from loopwatch.stores.memory import _history
+from loopwatch.stores.memory import _runs
 from loopwatch.stores.memory._compact import call_key
 from loopwatch.stores.memory._history import SessionHistory
 from loopwatch.stores.memory.store import MemoryStore
+from memory_index import index_from
 
 DIGESTS = [hashlib.sha256(str(i).encode()).hexdigest() for i in range(3)]
 GUARD = GuardSpec(window_size=2, enabled=True)
-
-
-@contextmanager
-def index_from(size: int) -> Iterator[None]:
-    with mock.patch.object(_history, "INDEX_FROM", size):
-        yield
 
 
 @dataclass(frozen=True)
@@ -124,7 +117,7 @@ def _state(history: SessionHistory) -> object:
 
 
 @settings(max_examples=400, deadline=None)
-@given(STEPS, st.sampled_from([2, 5, _history.INDEX_FROM]))
+@given(STEPS, st.sampled_from([2, 5, _runs.INDEX_FROM]))
 def test_append_filled_leaves_what_add_filled_and_trim_leave(
     steps: list[Step], index_size: int
 ) -> None:

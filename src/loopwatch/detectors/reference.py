@@ -106,7 +106,7 @@ class RunHistory(ABC):
     :func:`evaluate` takes either a plain sequence of records, which :class:`ScannedRun`
     answers by walking it, or a store's own ``RunHistory`` that answers from an index
     maintained as records come and go (the memory store's, see
-    :mod:`loopwatch.stores.memory._history`). Every implementation must give exactly the answers of
+    :mod:`loopwatch.stores.memory._runs`). Every implementation must give exactly the answers of
     :class:`ScannedRun`; ``tests/core/test_incremental.py`` checks this on generated
     histories. They only read: the history does not change while they are asked.
     """

@@ -3,7 +3,7 @@
 A record costs about 250 bytes kept this way instead of 430 as a public
 :class:`~loopwatch.core.records.ToolCallRecord`, which is built on demand when a record
 leaves the store. The keys defined here (:func:`call_key`, :func:`result_key`) are how
-:mod:`loopwatch.stores.memory._history` indexes and compares records: two records have
+:mod:`loopwatch.stores.memory._runs` indexes and compares records: two records have
 equal keys exactly when their hash strings are equal.
 """
 

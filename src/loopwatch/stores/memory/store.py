@@ -4,7 +4,7 @@ Sessions live in an LRU map with lazy idle expiry (no background thread). One re
 lock serialises every operation, so parallel tool calls of a session, from threads or
 asyncio tasks, lose no record; operations take microseconds, so one lock is enough.
 
-A session's history is kept compact and indexed per run (:mod:`loopwatch.stores.memory._history`),
+A session's history is kept compact and indexed per run (:mod:`~loopwatch.stores.memory._history`, :mod:`~loopwatch.stores.memory._runs`),
 so that a call costs the same whatever the history size: ``begin_call`` hands the
 detectors a live view of the run instead of a copy.
 """
@@ -28,7 +28,8 @@ from loopwatch.detectors.compaction import (
 )
 from loopwatch.stores.base import MAX_RUN_GUARDS, GuardSpec, OutcomeWrite, Store
 from loopwatch.stores.memory._compact import call_key
-from loopwatch.stores.memory._history import NO_RECORDS, RunView, SessionHistory
+from loopwatch.stores.memory._history import SessionHistory
+from loopwatch.stores.memory._runs import NO_RECORDS, RunView
 
 #: A session keeps at most this many warning keys; the oldest is forgotten first.
 MAX_WARNING_KEYS: Final = 256
