@@ -129,12 +129,13 @@ def test_a_fresh_outcome_is_packed_as_the_plain_record_is(
     ],
 )
 def test_a_quiet_run_is_judged_in_full_when_a_threshold_is_not_positive(threshold: str) -> None:
-    """evaluate's shortcut for a quiet run (every answer 0) holds only while every
-    threshold is at least 1: a threshold of 0 is reached by a count of 0, as on a list."""
+    """evaluate's shortcut for a run without the call (a repeat bound of 0) holds only
+    while every threshold is above the bound: a threshold of 0 is reached by a count of 0,
+    as on a list."""
     config = dataclasses.replace(resolve_config({"enabled": True}), **{threshold: 0})
     view = SessionHistory().view(None)
     tool, args = CALLS[0]
-    assert view.quiet(tool, args)
+    assert view.repeat_bound(tool, args) == 0
     for known_poll in (False, True):
         plain = evaluate([], tool, args, known_poll, config)
         assert plain.stuck
@@ -156,23 +157,20 @@ def test_an_alternation_runs_through_another_tools_record() -> None:
     assert detection(view) == detection(reference.begin_call("s", None, None, 30, 1.0))
 
 
-class _QuietScan(ScannedRun):
-    """A history that only knows ``quiet``: the default ``repeat_bound`` stands on it."""
+class _BoundedScan(ScannedRun):
+    """A history of another store that bounds an empty run's repeats by 0."""
 
-    def quiet(self, tool_name: str, current_hash: str) -> bool:
-        return not self.records
+    def repeat_bound(self, tool_name: str, current_hash: str) -> int | None:
+        return 0 if not self.records else None
 
 
-def test_the_default_repeat_bound_stands_on_quiet() -> None:
+def test_the_default_repeat_bound_says_nothing() -> None:
     tool, args = CALLS[0]
-    assert _QuietScan([]).repeat_bound(tool, args) == 0
-    record = ToolCallRecord(tool, args, None, None, DIGESTS[1], None, 1)
-    assert _QuietScan([record]).repeat_bound(tool, args) is None
-    assert ScannedRun([]).repeat_bound(tool, args) is None  # (quiet says nothing there)
+    assert ScannedRun([]).repeat_bound(tool, args) is None
     config = resolve_config({"enabled": True})
-    assert evaluate(_QuietScan([]), tool, args, False, config) == evaluate(
-        [], tool, args, False, config
-    )
+    for history in ([], [ToolCallRecord(tool, args, None, None, DIGESTS[1], None, 1)] * 3):
+        plain = evaluate(history, tool, args, False, config)
+        assert evaluate(_BoundedScan(history), tool, args, False, config) == plain
 
 
 def test_a_run_is_not_quiet_when_the_record_before_the_newest_is_unpacked() -> None:
@@ -188,7 +186,7 @@ def test_a_run_is_not_quiet_when_the_record_before_the_newest_is_unpacked() -> N
         history.add_filled(record, call_key(tool, args_hash))
     view = history.view(None)
     assert view.fields()[-2].packed is None and view.fields()[-1].extra is None
-    assert not view.quiet("read", args)
+    assert view.repeat_bound("read", args) is None
     assert view.ping_pong("read", args).count == 6
     config = resolve_config({"enabled": True, "warningThreshold": 5})
     plain = evaluate(list(view), "read", args, False, config)
@@ -196,9 +194,10 @@ def test_a_run_is_not_quiet_when_the_record_before_the_newest_is_unpacked() -> N
     assert evaluate(view, "read", args, False, config) == plain
 
 
-def test_a_run_is_quiet_past_records_whose_key_only_starts_alike() -> None:
-    """quiet scans for the call's own records as no_progress does: a record of the same
-    tool whose digest only shares its first byte (its entry in ``heads``) is another call."""
+def test_records_whose_key_only_starts_alike_are_other_calls() -> None:
+    """no_progress scans the run's ``heads`` for the call's first byte, then compares the
+    records found: one of the same tool whose digest only shares that byte is another
+    call, which the repeat bound counts (a bound, not the count) and the verdict ignores."""
     digests = [hashlib.sha256(str(i).encode()).hexdigest() for i in range(600)]
     first = digests[0][:2]
     other = next(d for d in digests[1:] if d[:2] == first)
@@ -208,10 +207,10 @@ def test_a_run_is_quiet_past_records_whose_key_only_starts_alike() -> None:
         history.add_filled(record, call_key("read", record.args_hash))
     view = history.view(None)
     config = resolve_config({"enabled": True, "warningThreshold": 2})
-    for digest, quiet in ((other, True), (digests[0], False)):
+    for digest, own in ((other, 0), (digests[0], 2)):
         args = f"read:{digest}"
-        assert view.quiet("read", args) is quiet
-        assert view.no_progress("read", args)[2] == (0 if quiet else 2)
+        assert view.no_progress("read", args)[2] == own
+        assert view.repeat_bound("read", args) == 2 + (digests[1][:2] == first)
         for known_poll in (False, True):
             plain = evaluate(list(view), "read", args, known_poll, config)
             assert evaluate(view, "read", args, known_poll, config) == plain
@@ -365,9 +364,6 @@ def detection(records: Sequence[ToolCallRecord] | RunHistory) -> list[object]:
         seen.append(run.unknown_tool_streak(tool))
         seen.append(run.no_progress(tool, args))
         seen.append(run.ping_pong(tool, args))
-        if isinstance(run, _runs.RunView) and run.quiet(tool, args):
-            # (evaluate's shortcut: every answer it stands for is 0)
-            assert seen[-3:] == [(0, None), (0, None, 0), NO_PING_PONG]
         bound = run.repeat_bound(tool, args)
         if bound is not None:
             # (evaluate's shortcut: what it stands for, with the counts at most the bound)

@@ -130,23 +130,15 @@ class RunHistory(ABC):
         """The run's records, oldest first, for detectors that read them one by one (the
         adaptive profile's); cheaper than public records for a store that keeps its own."""
 
-    def quiet(self, tool_name: str, current_hash: str) -> bool:
-        """Whether the run provably holds nothing the three questions count for the call:
-        :meth:`unknown_tool_streak` would be ``(0, None)``, :meth:`no_progress`
-        ``(0, None, 0)`` and :meth:`ping_pong` :data:`NO_PING_PONG`. ``False`` says nothing
-        (the default): a history with an index may prove it in one step, and
-        :func:`evaluate` then answers at once (most calls of a healthy run), through the
-        default :meth:`repeat_bound`."""
-        return False
-
     def repeat_bound(self, tool_name: str, current_hash: str) -> int | None:
         """An upper bound ``n`` on the run's records of the call, proven together with the
         rest: :meth:`unknown_tool_streak` would be ``(0, None)``, :meth:`ping_pong`
         :data:`NO_PING_PONG`, and :meth:`no_progress`'s streak and recent count at most
-        ``n``. ``None`` says nothing. :func:`evaluate` answers at once when ``n`` is below
-        every threshold (most calls of a healthy run, repeats included); the default stands
-        on :meth:`quiet` (``0`` when it proves every answer 0)."""
-        return 0 if self.quiet(tool_name, current_hash) else None
+        ``n``. ``None`` says nothing (the default). A history with an index may prove it in
+        one step (``0``: a run without the call), and :func:`evaluate` then answers at once
+        when ``n`` is below every threshold (most calls of a healthy run, repeats
+        included)."""
+        return None
 
     def content_keys(self, start: int) -> Sequence[Hashable] | None:
         """For each record of ``fields()[start:]``, a hashable value that determines all

@@ -248,35 +248,6 @@ class RunView(Sequence[ToolCallRecord], RunHistory):
             count += 1
         return count, name
 
-    def quiet(self, tool_name: str, args_hash: str) -> bool:
-        # No unknown-tool streak of the call, no record of it, no alternation it would
-        # continue (see RunHistory.quiet). evaluate asks repeat_bound below, which proves
-        # more: this answers for the others who ask.
-        records = self._run.records
-        if records:
-            newest = records[-1]
-            if newest.extra is not None and newest.tool_name == tool_name:
-                return False  # (an unknown-tool streak may start at the newest record)
-        key = self._key(tool_name, args_hash)
-        run = self._run
-        if run.calls is not None or type(key) is not bytes:
-            return False
-        # No record of the call: no_progress's scan, stopping at the first it finds.
-        heads = run.heads
-        head = key[0]
-        at = heads.find(head)
-        while at >= 0:
-            record = records[at]
-            if record.tool_name == tool_name:
-                packed = record.packed
-                if packed.startswith(key) if packed is not None else record.key == key:
-                    return False
-            at = heads.find(head, at + 1)
-        # So the record before the newest is not of the call either, which rules out an
-        # alternation when that record is packed (ping_pong then compares digests and tool
-        # names, as this scan did).
-        return len(records) < 2 or records[-2].packed is not None
-
     def repeat_bound(self, tool_name: str, current_hash: str) -> int | None:
         # (see RunHistory.repeat_bound)
         records = self._run.records

@@ -4,9 +4,10 @@ Sessions live in an LRU map with lazy idle expiry (no background thread). One re
 lock serialises every operation, so parallel tool calls of a session, from threads or
 asyncio tasks, lose no record; operations take microseconds, so one lock is enough.
 
-A session's history is kept compact and indexed per run (:mod:`~loopwatch.stores.memory._history`, :mod:`~loopwatch.stores.memory._runs`),
-so that a call costs the same whatever the history size: ``begin_call`` hands the
-detectors a live view of the run instead of a copy.
+A session's history is kept compact and indexed per run
+(:mod:`~loopwatch.stores.memory._history`, :mod:`~loopwatch.stores.memory._runs`), so that
+a call costs the same whatever the history size: ``begin_call`` hands the detectors a live
+view of the run instead of a copy.
 """
 
 from __future__ import annotations
