@@ -61,3 +61,16 @@ def process_worker(
         return identical_calls(guard, session, calls, tag)
     finally:
         store.close()
+
+
+def open_new_file(where: str, barrier: Any) -> str:
+    """Open the SQLite store ``where`` (a file none has created yet) right after the other
+    workers' barrier, as the hooks of parallel tool calls do: ``"ok"``, or the error."""
+    from loopwatch.stores.sqlite import SqliteStore
+
+    barrier.wait(timeout=60)
+    try:
+        SqliteStore(where, busy_timeout_s=30).close()
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return "ok"

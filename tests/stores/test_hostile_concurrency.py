@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _hostile_workers import Decided, identical_calls, open_store, process_worker
+from _hostile_workers import Decided, identical_calls, open_new_file, open_store, process_worker
 from _redis_helpers import RedisServer, StoreFactory, delete_prefix, unique_prefix
 
 from loopwatch import LoopEvent, LoopGuard, MemoryStore, Store
@@ -294,6 +294,19 @@ def _run_processes(
             for i in range(4)
         ]
         return [p.get(timeout=300) for p in pending]
+
+
+def test_processes_opening_a_new_sqlite_file_at_once_all_open_it(tmp_path: Path) -> None:
+    """The first openers of a new file race to switch it to WAL, and SQLite answers the
+    losers "database is locked" without waiting (17 of 40 rounds of 8 processes failed
+    before the store retried the switch within its busy timeout)."""
+    context = multiprocessing.get_context("spawn")
+    with context.Manager() as manager, context.Pool(8) as pool:
+        for round_ in range(12):
+            where = str(tmp_path / f"new-{round_}.db")
+            barrier = manager.Barrier(8)
+            opened = [pool.apply_async(open_new_file, (where, barrier)) for _ in range(8)]
+            assert [result.get(timeout=120) for result in opened] == ["ok"] * 8
 
 
 def test_four_processes_see_every_record_once(shared_store: tuple[str, str, str]) -> None:

@@ -76,6 +76,19 @@ SQLITE_READONLY: Final = 8
 logger = logging.getLogger("loopwatch.store")
 
 
+#: SQLite's result code for "the file is locked by another connection" (``SQLITE_BUSY``).
+_SQLITE_BUSY: Final = 5
+
+
+def _is_busy(exc: sqlite3.Error) -> bool:
+    """Whether SQLite refused because another connection holds the file (``SQLITE_BUSY``,
+    extended codes included); Python 3.10 gives no code, only the message."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is None:
+        return "database is locked" in str(exc)
+    return bool(code & 0xFF == _SQLITE_BUSY)
+
+
 class SqliteStore(Store):
     """Session state in a SQLite file, shared by every process and thread on this machine.
 
@@ -212,7 +225,7 @@ class SqliteStore(Store):
 
     def _setup(self) -> None:
         db = self._db
-        db.execute("PRAGMA journal_mode=WAL")
+        self._switch_to_wal()
         # NORMAL is durable across a crashed or killed process in WAL mode (only a power
         # loss may drop the latest transactions), and spares an fsync per tool call.
         db.execute("PRAGMA synchronous=NORMAL")
@@ -233,6 +246,26 @@ class SqliteStore(Store):
         except BaseException:
             db.execute("ROLLBACK")
             raise
+
+    def _switch_to_wal(self) -> None:
+        """``PRAGMA journal_mode=WAL``, waiting for the file as the busy timeout says.
+
+        The processes that open a new file at once (hooks of parallel tool calls) race to
+        switch it to WAL, and SQLite answers the losers "database is locked" at once,
+        without calling its busy handler: the switch is retried here, as the handler would
+        wait, until the busy timeout has passed.
+        """
+        deadline = time.monotonic() + self.busy_timeout_s
+        pause = 0.001
+        while True:
+            try:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if not _is_busy(exc) or time.monotonic() + pause > deadline:
+                    raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
 
     def __repr__(self) -> str:
         return (
