@@ -483,7 +483,7 @@ class LoopGuard:
                     error,
                     agent_id,
                     memo,
-                    plan,
+                    None,  # (no plan: every input is read afresh)
                 )
                 if op is None:
                     return None
